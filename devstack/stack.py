@@ -1,0 +1,130 @@
+"""The whole stack, locally and without Docker: DynamoDB Local, the tables of
+``template.yaml``, the API and the stream consumers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from devstack import template as template_module
+from devstack.dynamodb_local import DynamoDBLocal
+from devstack.gateway import ApiServer, Gateway
+from devstack.streams import FailureDestination, StreamPoller
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE = ROOT / ".devstack"
+
+log = logging.getLogger("devstack")
+
+LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+def use_local_credentials() -> None:
+    """DynamoDB Local accepts any credentials; never send real ones to it."""
+    for key, value in LOCAL_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
+
+
+def create_tables(client: Any, spec: template_module.Template) -> dict[str, str]:
+    """Create every table of the template that is missing; return their stream ARNs."""
+    existing = set(client.list_tables().get("TableNames", []))
+    for request in spec.tables().values():
+        if request["TableName"] not in existing:
+            client.create_table(**request)
+    for logical, attribute in spec.time_to_live().items():
+        name = spec.table_names[logical]
+        client.get_waiter("table_exists").wait(TableName=name)
+        status = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        if status.get("TimeToLiveStatus") != "ENABLED":
+            client.update_time_to_live(
+                TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": attribute}
+            )
+    arns = {}
+    for logical, request in spec.tables().items():
+        description = client.describe_table(TableName=request["TableName"])["Table"]
+        if description.get("LatestStreamArn"):
+            arns[logical] = description["LatestStreamArn"]
+    return arns
+
+
+@dataclass
+class Stack:
+    host: str = "127.0.0.1"
+    port: int = 3000
+    table_prefix: str = ""
+    verbose: bool = False
+    dynamodb: DynamoDBLocal | None = None
+    api: ApiServer | None = None
+    pollers: list[StreamPoller] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        assert self.api is not None
+        return f"http://{self.host}:{self.api.port}"
+
+    def start(self) -> Stack:
+        import boto3
+
+        use_local_credentials()
+        if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
+            self.dynamodb = DynamoDBLocal.start(log_path=STATE / "dynamodb-local.log")
+            os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = self.dynamodb.endpoint
+            log.info("DynamoDB Local %s (pid %d)", self.dynamodb.endpoint, self.dynamodb.pid)
+        spec = template_module.read(self.table_prefix)
+        client = boto3.client("dynamodb")
+        stream_arns = create_tables(client, spec)
+        os.environ.update(spec.environment())
+
+        streams_endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") or os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
+        streams = boto3.client("dynamodbstreams", endpoint_url=streams_endpoint)
+        for consumer in spec.stream_consumers():
+            destination = FailureDestination(
+                queue_url=os.environ.get(f"{consumer.function.upper()}_FAILURE_QUEUE_URL"),
+                sqs=None,
+                fallback=STATE / f"{self.table_prefix}{consumer.function}-failures.jsonl",
+            )
+            poller = StreamPoller(consumer, stream_arns[consumer.table], streams, destination)
+            poller.start()
+            self.pollers.append(poller)
+
+        self.api = ApiServer(Gateway(spec.routes()), self.host, self.port, self.verbose)
+        self.api.start()
+        return self
+
+    def stop(self) -> None:
+        if self.api is not None:
+            self.api.stop()
+        for poller in self.pollers:
+            poller.stop()
+        if self.dynamodb is not None:
+            self.dynamodb.stop()
+            os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_forever(stack: Stack) -> None:
+    stack.start()
+    print(f"Podium API on {stack.url}  (Ctrl-C stops everything)", flush=True)
+    for route in template_module.read(stack.table_prefix).routes():
+        print(f"  {route.method:6} {route.path}  -> {route.function}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print("\nstopping", flush=True)
+    finally:
+        stack.stop()

@@ -1,0 +1,229 @@
+"""A local stand-in for Lambda's DynamoDB event source mapping.
+
+It polls the table's stream shard by shard (parents before children) and hands each
+consumer the batches Lambda would: the template's batch size, batching window and
+filter criteria; with ``ReportBatchItemFailures`` it resumes from the first failed
+record, with ``BisectBatchOnFunctionError`` it splits a batch whose invocation raised,
+and after ``MaximumRetryAttempts`` it hands the failed records to the on-failure
+destination (an SQS queue when ``AWS_ENDPOINT_URL_SQS`` is set, else a JSON-lines file).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from devstack.functions import FunctionPool
+from devstack.template import StreamConsumer
+
+log = logging.getLogger("devstack.streams")
+
+POLL_INTERVAL = 0.1
+
+
+def matches(pattern: Any, value: Any) -> bool:
+    """EventBridge-style pattern matching, the subset Lambda filter criteria use here:
+    nested objects, lists of allowed literals, ``{"prefix": ...}`` and ``{"exists": ...}``."""
+    if isinstance(pattern, dict):
+        if not isinstance(value, dict):
+            return False
+        for key, sub in pattern.items():
+            if isinstance(sub, list) and any(isinstance(o, dict) and "exists" in o for o in sub):
+                wanted = next(o["exists"] for o in sub if isinstance(o, dict) and "exists" in o)
+                if (key in value) != wanted:
+                    return False
+                continue
+            if key not in value or not matches(sub, value[key]):
+                return False
+        return True
+    if isinstance(pattern, list):
+        for option in pattern:
+            if isinstance(option, dict) and "prefix" in option:
+                if isinstance(value, str) and value.startswith(option["prefix"]):
+                    return True
+            elif option == value:
+                return True
+        return False
+    return bool(pattern == value)
+
+
+def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
+    """A DynamoDB Streams record, as the Lambda event source mapping delivers it."""
+    dynamodb = dict(record["dynamodb"])
+    created = dynamodb.get("ApproximateCreationDateTime")
+    if isinstance(created, datetime):
+        dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
+    return {
+        "eventID": record["eventID"],
+        "eventName": record["eventName"],
+        "eventVersion": record.get("eventVersion", "1.1"),
+        "eventSource": "aws:dynamodb",
+        "awsRegion": record.get("awsRegion", "us-east-1"),
+        "dynamodb": dynamodb,
+        "eventSourceARN": stream_arn,
+    }
+
+
+@dataclass
+class ShardState:
+    shard_id: str
+    iterator: str | None
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    closed: bool = False
+
+
+class FailureDestination:
+    def __init__(self, queue_url: str | None, sqs: Any, fallback: Path) -> None:
+        self.queue_url = queue_url
+        self.sqs = sqs
+        self.fallback = fallback
+
+    def send(self, consumer: str, stream_arn: str, shard_id: str, records: list[dict[str, Any]]) -> None:
+        message = {
+            "requestContext": {"functionArn": consumer, "condition": "RetryAttemptsExhausted"},
+            "DDBStreamBatchInfo": {
+                "shardId": shard_id,
+                "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
+                "endSequenceNumber": records[-1]["dynamodb"]["SequenceNumber"],
+                "batchSize": len(records),
+                "streamArn": stream_arn,
+            },
+        }
+        if self.queue_url and self.sqs is not None:
+            self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(message))
+        else:
+            self.fallback.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.fallback, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(message) + "\n")
+        log.error("%s: %d stream record(s) failed every retry; sent to the on-failure destination", consumer, len(records))
+
+
+class StreamPoller:
+    def __init__(
+        self,
+        consumer: StreamConsumer,
+        stream_arn: str,
+        streams_client: Any,
+        destination: FailureDestination,
+    ) -> None:
+        self.consumer = consumer
+        self.stream_arn = stream_arn
+        self.client = streams_client
+        self.destination = destination
+        self.pool = FunctionPool(consumer.function, consumer.code_dir, consumer.handler)
+        self.shards: dict[str, ShardState] = {}
+        self.finished: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"stream-{consumer.function}", daemon=True)
+        self.delivered = 0
+
+    def start(self) -> None:
+        self._discover()  # position the iterators now, so LATEST means "from start-up"
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _discover(self) -> None:
+        description = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
+        for shard in description.get("Shards", []):
+            shard_id = shard["ShardId"]
+            if shard_id in self.shards or shard_id in self.finished:
+                continue
+            parent = shard.get("ParentShardId")
+            if parent and parent in self.shards and not self.shards[parent].closed:
+                continue  # a child waits until its parent is drained, as Lambda does
+            iterator = self.client.get_shard_iterator(
+                StreamArn=self.stream_arn,
+                ShardId=shard_id,
+                ShardIteratorType=self.consumer.starting_position,
+            )["ShardIterator"]
+            self.shards[shard_id] = ShardState(shard_id, iterator)
+
+    def _run(self) -> None:
+        last_discovery = 0.0
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() - last_discovery > 1.0:
+                    self._discover()
+                    last_discovery = time.monotonic()
+                busy = False
+                for state in list(self.shards.values()):
+                    busy = self._poll_shard(state) or busy
+                if not busy:
+                    self._stop.wait(POLL_INTERVAL)
+            except Exception:  # keep polling, as the managed poller does
+                log.exception("%s: stream polling failed; retrying", self.consumer.function)
+                self._stop.wait(1.0)
+
+    def _poll_shard(self, state: ShardState) -> bool:
+        deadline = time.monotonic() + self.consumer.batching_window
+        while state.iterator and len(state.pending) < self.consumer.batch_size:
+            response = self.client.get_records(
+                ShardIterator=state.iterator, Limit=self.consumer.batch_size - len(state.pending)
+            )
+            state.iterator = response.get("NextShardIterator")
+            fresh = [lambda_record(r, self.stream_arn) for r in response.get("Records", [])]
+            state.pending.extend(fresh)
+            if not fresh and (not state.pending or time.monotonic() >= deadline):
+                break
+            if not fresh:
+                self._stop.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+        if state.iterator is None and not state.pending:
+            state.closed = True
+            self.finished.add(state.shard_id)
+            del self.shards[state.shard_id]
+            return False
+        if not state.pending:
+            return False
+        batch, state.pending = state.pending, []
+        wanted = [r for r in batch if not self.consumer.filters or any(matches(p, r) for p in self.consumer.filters)]
+        if wanted:
+            self._deliver(state.shard_id, wanted)
+        return True
+
+    def _deliver(self, shard_id: str, records: list[dict[str, Any]]) -> None:
+        """Invoke until the batch is done, as the event source mapping would."""
+        queue = [records]
+        attempts: dict[str, int] = {}
+        while queue and not self._stop.is_set():
+            batch = queue.pop(0)
+            first = batch[0]["eventID"]
+            try:
+                result = self.pool.invoke({"Records": batch})
+            except Exception:
+                log.exception("%s: invocation failed", self.consumer.function)
+                if self.consumer.bisect and len(batch) > 1:
+                    middle = len(batch) // 2
+                    queue[:0] = [batch[:middle], batch[middle:]]
+                    continue
+                failed_from = 0
+            else:
+                failures = (result or {}).get("batchItemFailures") or []
+                if not failures:
+                    self.delivered += len(batch)
+                    continue
+                failed_ids = {f["itemIdentifier"] for f in failures}
+                failed_from = next(
+                    (i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] in failed_ids), 0
+                )
+                self.delivered += failed_from
+            rest = batch[failed_from:]
+            key = rest[0]["eventID"] if rest else first
+            attempts[key] = attempts.get(key, 0) + 1
+            limit = self.consumer.max_retries
+            if limit >= 0 and attempts[key] > limit:
+                # Lambda gives up on the failing record(s); the records after them go on.
+                self.destination.send(self.consumer.function, self.stream_arn, shard_id, rest[:1])
+                if len(rest) > 1:
+                    queue.insert(0, rest[1:])
+                continue
+            time.sleep(min(1.0, 0.05 * attempts[key]))
+            queue.insert(0, rest)

@@ -1,0 +1,23 @@
+"""GET /boards/{boardId}/members/{memberId}/around: the entries around a member."""
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http, validation
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.get("/boards/<boardId>/members/<memberId>/around")
+def around(boardId: str, memberId: str) -> Response[str]:
+    board_id = http.path_board(app, boardId)
+    member_id = http.path_member(app, memberId)
+    radius = validation.query_int(http.query(app), "radius", 5, 0, validation.MAX_RADIUS)
+    page = default_service().around(board_id, member_id, radius)
+    return http.json_response(
+        200,
+        {"boardId": board_id, "entries": [entry.to_json() for entry in page.entries], "total": page.total},
+    )
+
+
+lambda_handler = http.entrypoint(app)

@@ -1,0 +1,19 @@
+"""PUT /boards/{boardId}: create a board, or confirm an existing one."""
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http, validation
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.put("/boards/<boardId>")
+def create_board(boardId: str) -> Response[str]:
+    board_id = http.path_board(app, boardId)
+    request = validation.board_request(http.body(app))
+    board, created = default_service().put_board(board_id, request)
+    return http.json_response(201 if created else 200, board.to_json())
+
+
+lambda_handler = http.entrypoint(app)

@@ -1,0 +1,17 @@
+"""GET /boards/{boardId}: one board."""
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.get("/boards/<boardId>")
+def get_board(boardId: str) -> Response[str]:
+    board = default_service().get_board(http.path_board(app, boardId))
+    return http.json_response(200, board.to_json())
+
+
+lambda_handler = http.entrypoint(app)

@@ -1,0 +1,20 @@
+"""PUT /boards/{boardId}/members/{memberId}: add a member, or replace its data or score."""
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http, validation
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.put("/boards/<boardId>/members/<memberId>")
+def put_member(boardId: str, memberId: str) -> Response[str]:
+    board_id = http.path_board(app, boardId)
+    member_id = http.path_member(app, memberId)
+    request = validation.member_request(http.body(app))
+    member, created = default_service().put_member(board_id, member_id, request)
+    return http.json_response(201 if created else 200, member.to_json())
+
+
+lambda_handler = http.entrypoint(app)

@@ -1,0 +1,32 @@
+"""POST /boards/{boardId}/members/{memberId}/score: apply the board's operator atomically."""
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http, idempotency, numbers, validation
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.post("/boards/<boardId>/members/<memberId>/score")
+def submit_score(boardId: str, memberId: str) -> Response[str]:
+    board_id = http.path_board(app, boardId)
+    member_id = http.path_member(app, memberId)
+    value = validation.score_value(http.body(app, required=True))
+
+    def apply() -> dict[str, Any]:
+        change = default_service().submit_score(board_id, member_id, value)
+        return {"status": 200, "body": numbers.dumps(change.to_json())}
+
+    answer = idempotency.run_once(
+        scope=f"{board_id}#{member_id}",
+        key=app.current_event.headers.get("Idempotency-Key") or app.current_event.headers.get("idempotency-key"),
+        body=numbers.dumps({"value": value}),
+        operation=apply,
+    )
+    return Response(status_code=answer["status"], content_type=http.JSON, body=answer["body"])
+
+
+lambda_handler = http.entrypoint(app)

@@ -1,0 +1,30 @@
+"""GET /boards/{boardId}/top: the leaderboard, a page at a time."""
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http, validation
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.get("/boards/<boardId>/top")
+def top(boardId: str) -> Response[str]:
+    board_id = http.path_board(app, boardId)
+    params = http.query(app)
+    limit = validation.query_int(params, "limit", 10, 1, validation.MAX_TOP_LIMIT)
+    with_data = validation.query_bool(params, "withData")
+    validation.query_bool(params, "consistent")  # every read goes to the ranking index today
+    page = default_service().top(board_id, limit, params.get("cursor"), with_data)
+    return http.json_response(
+        200,
+        {
+            "boardId": board_id,
+            "entries": [entry.to_json() for entry in page.entries],
+            "total": page.total,
+            "nextCursor": page.next_cursor,
+        },
+    )
+
+
+lambda_handler = http.entrypoint(app)

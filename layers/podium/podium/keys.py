@@ -1,0 +1,138 @@
+"""Keys of the write-sharded ranking index.
+
+Every score item carries two index attributes:
+
+* ``rpk`` = ``{boardId}#{period}#{shard}``: the board's ranking is split across
+  ``shards`` partitions; a member's shard is a hash of its id, so it is known
+  without a read.
+* ``rsk``: a string whose byte order *is* the board's listing order. It starts with
+  an order-preserving encoding of the score (negated for ``desc`` boards, so that
+  better always sorts first), then for ``tieBreak: earliest`` the time the score
+  was reached, then the member id. Because it ends with the member id it is unique
+  on the board, so a merge of the shards by ``rsk`` is the exact listing, and a
+  cursor is simply the last ``rsk`` returned.
+
+Rank by COUNT follows: the members strictly better than a score are exactly the
+index entries whose ``rsk`` is below ``score_bound(score)``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+
+from podium.errors import ValidationError
+from podium.numbers import EXACT
+
+SEPARATOR = "#"  # below every digit, so a shorter mantissa sorts first
+NEGATIVE_END = "~"  # above every digit, so a longer negative mantissa sorts first
+EXPONENT_BIAS = 500
+REACHED_WIDTH = 17  # microseconds since the epoch, zero-padded
+
+ALL_TIME = "all"  # the period of a board that never resets
+
+
+def shard_of(member_id: str, shards: int) -> int:
+    """The member's write shard: stable across processes and releases."""
+    digest = hashlib.blake2b(member_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def rank_partition_key(board_id: str, period: str, shard: int) -> str:
+    return f"{board_id}{SEPARATOR}{period}{SEPARATOR}{shard}"
+
+
+def encode_decimal(value: Decimal) -> str:
+    """An order-preserving, prefix-safe string for a finite Decimal."""
+    if value.is_zero():
+        return "1"
+    normal = value.normalize(EXACT)
+    sign, digits, _ = normal.as_tuple()
+    exponent = normal.adjusted() + EXPONENT_BIAS
+    mantissa = "".join(str(d) for d in digits)
+    if not sign:
+        return f"2{exponent:03d}{mantissa}"
+    flipped = "".join(str(9 - d) for d in digits)
+    return f"0{999 - exponent:03d}{flipped}{NEGATIVE_END}"
+
+
+def decode_decimal(text: str) -> tuple[Decimal, str]:
+    """Decode the number at the start of ``text``; return it and the rest of the text."""
+    kind = text[0]
+    if kind == "1":
+        return Decimal(0), text[1:]
+    if kind == "2":
+        exponent = int(text[1:4]) - EXPONENT_BIAS
+        end = 4
+        while end < len(text) and text[end].isdigit():
+            end += 1
+        mantissa = text[4:end]
+        sign = ""
+    elif kind == "0":
+        exponent = 999 - int(text[1:4]) - EXPONENT_BIAS
+        end = text.index(NEGATIVE_END, 4)
+        mantissa = "".join(str(9 - int(c)) for c in text[4:end])
+        end += 1
+        sign = "-"
+    else:
+        raise ValueError(f"not an encoded number: {text!r}")
+    value = Decimal(f"{sign}{mantissa[0]}.{mantissa[1:] or '0'}E{exponent}").normalize(EXACT)
+    return value, text[end:]
+
+
+@dataclass(frozen=True)
+class RankOrder:
+    """How one board orders its members: the part of its settings the sort key needs."""
+
+    descending: bool
+    earliest: bool
+
+    def score_bound(self, score: Decimal) -> str:
+        """Every entry with a strictly better score sorts below this; no entry equals it."""
+        ordered = EXACT.minus(score) if self.descending else score
+        return encode_decimal(ordered) + SEPARATOR
+
+    def sort_key(self, score: Decimal, member_id: str, reached_at_us: int) -> str:
+        if self.earliest:
+            return f"{self.score_bound(score)}{reached_at_us:0{REACHED_WIDTH}d}{SEPARATOR}{member_id}"
+        return f"{self.score_bound(score)}{member_id}"
+
+    def parse(self, sort_key: str) -> tuple[Decimal, str]:
+        """The score and member id held in an index sort key."""
+        ordered, rest = decode_decimal(sort_key)
+        score = EXACT.minus(ordered) if self.descending else ordered
+        member_id = rest[1:]
+        if self.earliest:
+            member_id = member_id[REACHED_WIDTH + 1 :]
+        return (score if not score.is_zero() else Decimal(0)), member_id
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A position in a listing: after the entry with ``sort_key``, which held ``position``
+    in the listing and ``rank`` as its rank."""
+
+    board_id: str
+    sort_key: str
+    position: int
+    rank: int
+
+    def encode(self) -> str:
+        raw = json.dumps({"b": self.board_id, "k": self.sort_key, "p": self.position, "r": self.rank})
+        return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii").rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str, board_id: str) -> Cursor:
+        try:
+            padded = text + "=" * (-len(text) % 4)
+            raw = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+            cursor = cls(str(raw["b"]), str(raw["k"]), int(raw["p"]), int(raw["r"]))
+        except (ValueError, KeyError, TypeError, binascii.Error, UnicodeError) as error:
+            raise ValidationError("cursor is not valid: pass the nextCursor of a previous page") from error
+        if cursor.board_id != board_id or cursor.position < 1 or cursor.rank < 1:
+            raise ValidationError("cursor is not valid for this board")
+        return cursor

@@ -1,0 +1,345 @@
+"""The leaderboard's domain operations: what each access pattern does.
+
+Takes and returns the typed models of ``podium.models``; every read and write goes
+through ``podium.store``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+from podium import numbers
+from podium.errors import Conflict, NotFound, ValidationError
+from podium.keys import ALL_TIME, Cursor, rank_partition_key
+from podium.models import (
+    Board,
+    BoardList,
+    BoardSettings,
+    IndexEntry,
+    Member,
+    Page,
+    RankedEntry,
+    ScoreChange,
+    ScoreState,
+)
+from podium.ranking import around_window, assign_ranks, decode, merge_shards
+from podium.store import ItemMissing, Store, VersionConflict, default_store
+from podium.validation import BoardRequest, MemberRequest
+
+Clock = Callable[[], datetime]
+
+# Optimistic locking retries: under N concurrent writers to one member each round lets
+# one through, so this bounds the contention a single member's item absorbs before the
+# client is told to back off (hot members belong on the event log instead).
+MAX_WRITE_ATTEMPTS = 64
+
+
+def system_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def to_microseconds(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000)
+
+
+def apply_operator(settings: BoardSettings, old: Decimal, value: Decimal) -> Decimal:
+    if settings.operator == "increment":
+        return numbers.add(old, value)
+    if settings.operator == "best":
+        return value if settings.is_better(value, old) else old
+    return value
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
+
+
+class LeaderboardService:
+    def __init__(self, store: Store, clock: Clock = system_clock) -> None:
+        self.store = store
+        self.clock = clock
+        self._settings_cache: dict[str, BoardSettings] = {}
+
+    # -- boards -----------------------------------------------------------------------
+
+    def put_board(self, board_id: str, request: BoardRequest) -> tuple[Board, bool]:
+        """Create the board (True) or confirm it exists with the same settings (False)."""
+        existing = self.store.get_board(board_id, consistent=True)
+        if existing is None:
+            board = Board(board_id, request.settings, request.title, self.clock())
+            if self.store.create_board(board):
+                return board, True
+            existing = self.store.get_board(board_id, consistent=True)
+            assert existing is not None
+        differing = request.settings.differences(existing.settings)
+        if differing:
+            raise Conflict(
+                f"board {board_id} exists with different settings: {', '.join(differing)} "
+                "cannot change after creation"
+            )
+        if request.title is not None and request.title != existing.title:
+            self.store.set_board_title(board_id, request.title)
+            existing = Board(
+                board_id, existing.settings, request.title, existing.created_at, existing.member_count
+            )
+        return existing, False
+
+    def get_board(self, board_id: str) -> Board:
+        board = self.store.get_board(board_id)
+        if board is None:
+            raise NotFound(f"board {board_id} does not exist")
+        return board
+
+    def list_boards(self, limit: int, cursor: str | None) -> BoardList:
+        after = None
+        if cursor is not None:
+            from podium.validation import BOARD_ID
+
+            if not BOARD_ID.fullmatch(cursor):
+                raise ValidationError("cursor is not valid: pass the nextCursor of a previous page")
+            after = cursor
+        boards, last = self.store.list_boards(limit, after)
+        return BoardList(boards=boards, next_cursor=last)
+
+    def board_settings(self, board_id: str) -> BoardSettings:
+        """A board's fixed settings; cached, since they never change once created."""
+        cached = self._settings_cache.get(board_id)
+        if cached is None:
+            cached = self.get_board(board_id).settings
+            self._settings_cache[board_id] = cached
+        return cached
+
+    # -- members ----------------------------------------------------------------------
+
+    def put_member(self, board_id: str, member_id: str, request: MemberRequest) -> tuple[Member, bool]:
+        settings = self.board_settings(board_id)
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            now = self.clock()
+            profile, state = self.store.get_member(board_id, member_id, ALL_TIME)
+            if profile is None or state is None:
+                score = request.score if request.score is not None else Decimal(0)
+                data = request.data if request.data is not None else {}
+                new_state = ScoreState(score, 1, to_microseconds(now))
+                if self.store.create_member(board_id, settings, member_id, data, new_state, ALL_TIME, now):
+                    return Member(board_id, member_id, score, data, now, now), True
+                continue
+            change = None
+            score = state.score
+            if request.score is not None and request.score != state.score:
+                score = request.score
+                change = (state.version, ScoreState(score, state.version + 1, to_microseconds(now)))
+            try:
+                self.store.update_member(board_id, settings, member_id, request.data, change, ALL_TIME, now)
+            except (VersionConflict, ItemMissing):
+                _backoff(attempt)
+                continue
+            data = request.data if request.data is not None else profile["data"]
+            return Member(board_id, member_id, score, data, profile["createdAt"], now), False
+        raise Conflict(f"member {member_id} is being changed by many writers at once; retry")
+
+    def get_member(self, board_id: str, member_id: str) -> Member:
+        self.board_settings(board_id)
+        profile, state = self.store.get_member(board_id, member_id, ALL_TIME)
+        if profile is None or state is None:
+            raise NotFound(f"member {member_id} does not exist on board {board_id}")
+        return Member(
+            board_id, member_id, state.score, profile["data"], profile["createdAt"], profile["updatedAt"]
+        )
+
+    def delete_member(self, board_id: str, member_id: str) -> None:
+        self.board_settings(board_id)
+        self.store.delete_member(board_id, member_id, ALL_TIME)
+
+    def submit_score(self, board_id: str, member_id: str, value: Decimal) -> ScoreChange:
+        """Apply the board's operator atomically: read, compute, write if unchanged since."""
+        settings = self.board_settings(board_id)
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            state = self.store.get_score(board_id, member_id, ALL_TIME)
+            if state is None:
+                raise NotFound(
+                    f"member {member_id} does not exist on board {board_id}; add it with PUT first"
+                )
+            new_score = apply_operator(settings, state.score, value)
+            try:
+                new_score = numbers.check_score(new_score, "score")
+            except ValidationError as error:
+                raise ValidationError(f"value would take the score out of bounds: {error.message}") from error
+            if new_score == state.score:
+                return ScoreChange(member_id, state.score, state.score)
+            new_state = ScoreState(new_score, state.version + 1, to_microseconds(self.clock()))
+            try:
+                self.store.write_score(board_id, settings, member_id, state.version, new_state, ALL_TIME)
+            except VersionConflict:
+                _backoff(attempt)
+                continue
+            return ScoreChange(member_id, new_score, state.score)
+        raise Conflict(f"member {member_id} is being changed by many writers at once; retry")
+
+    # -- rankings ---------------------------------------------------------------------
+
+    def _partitions(self, board_id: str, settings: BoardSettings) -> list[str]:
+        return [rank_partition_key(board_id, ALL_TIME, shard) for shard in range(settings.shards)]
+
+    def _count_below(self, partitions: list[str], bound: str) -> int:
+        return sum(self.store.gather(lambda p: self.store.count_index(p, below=bound), partitions))
+
+    def _count_between(self, partitions: list[str], low: str, high: str) -> int:
+        return sum(
+            self.store.gather(lambda p: self.store.count_index(p, between=(low, high)), partitions)
+        )
+
+    def top(self, board_id: str, limit: int, cursor_text: str | None, with_data: bool) -> Page:
+        board = self.get_board(board_id)
+        settings = board.settings
+        order = settings.rank_order
+        cursor = Cursor.decode(cursor_text, board_id) if cursor_text is not None else None
+        after = cursor.sort_key if cursor else None
+        partitions = self._partitions(board_id, settings)
+        pages = self.store.gather(
+            lambda p: self.store.index_keys(p, after=after, limit=limit + 1), partitions
+        )
+        keys = merge_shards(pages, limit + 1)
+        entries = decode(order, keys[:limit])
+        previous = None
+        first_position = 1
+        if cursor is not None:
+            try:
+                previous_score, _ = order.parse(cursor.sort_key)
+            except (ValueError, IndexError) as error:
+                raise ValidationError("cursor is not valid: pass the nextCursor of a previous page") from error
+            previous = (previous_score, cursor.rank)
+            first_position = cursor.position + 1
+        ranked = assign_ranks(
+            entries, earliest=order.earliest, first_position=first_position, previous=previous
+        )
+        if with_data:
+            ranked = self._with_data(board_id, ranked)
+        next_cursor = None
+        if len(keys) > limit and ranked:
+            last = ranked[-1]
+            next_cursor = Cursor(
+                board_id, entries[-1].sort_key, first_position + len(ranked) - 1, last.rank
+            ).encode()
+        return Page(entries=ranked, total=board.member_count, next_cursor=next_cursor)
+
+    def _with_data(self, board_id: str, entries: list[RankedEntry]) -> list[RankedEntry]:
+        data = self.store.get_data(board_id, [entry.member_id for entry in entries])
+        return [
+            RankedEntry(entry.rank, entry.member_id, entry.score, data.get(entry.member_id, {}))
+            for entry in entries
+        ]
+
+    def _member_entry(self, board_id: str, settings: BoardSettings, member_id: str) -> IndexEntry:
+        state = self.store.get_score(board_id, member_id, ALL_TIME)
+        if state is None:
+            raise NotFound(f"member {member_id} does not exist on board {board_id}")
+        key = settings.rank_order.sort_key(state.score, member_id, state.reached_at_us)
+        return IndexEntry(sort_key=key, member_id=member_id, score=state.score)
+
+    def rank(self, board_id: str, member_id: str) -> dict[str, Any]:
+        board = self.get_board(board_id)
+        order = board.settings.rank_order
+        entry = self._member_entry(board_id, board.settings, member_id)
+        bound = entry.sort_key if order.earliest else order.score_bound(entry.score)
+        better = self._count_below(self._partitions(board_id, board.settings), bound)
+        return {
+            "memberId": member_id,
+            "score": entry.score,
+            "rank": better + 1,
+            "total": board.member_count,
+        }
+
+    def around(self, board_id: str, member_id: str, radius: int) -> Page:
+        board = self.get_board(board_id)
+        settings = board.settings
+        order = settings.rank_order
+        me = self._member_entry(board_id, settings, member_id)
+        partitions = self._partitions(board_id, settings)
+        reach = 2 * radius
+
+        def neighbours(partition: str) -> tuple[list[str], list[str]]:
+            if reach == 0:
+                return [], []
+            return (
+                self.store.index_keys(partition, before=me.sort_key, limit=reach),
+                self.store.index_keys(partition, after=me.sort_key, limit=reach),
+            )
+
+        found = self.store.gather(neighbours, partitions)
+        above = merge_shards([[k for k in reversed(b)] for b, _ in found], 10**9)
+        below = merge_shards([a for _, a in found], reach)
+        take_above, take_below = around_window(above, below, radius)
+        window_keys = above[len(above) - take_above :] + [me.sort_key] + below[:take_below]
+        entries = decode(order, window_keys)
+        my_position = 1 + self._count_below(partitions, me.sort_key)
+        first = entries[0]
+        first_position = my_position - take_above
+        if order.earliest:
+            previous = None
+        else:
+            # Rank of the first window entry: the members strictly better than its score
+            # are those before it in the listing less the ones that share its score.
+            bound = order.score_bound(first.score)
+            same_before = self._count_between(partitions, bound, first.sort_key) - 1
+            first_rank = first_position - same_before
+            previous = (first.score, first_rank) if same_before > 0 else None
+        ranked = assign_ranks(
+            entries, earliest=order.earliest, first_position=first_position, previous=previous
+        )
+        return Page(entries=ranked, total=board.member_count)
+
+    def ranks(self, board_id: str, member_ids: list[str]) -> list[RankedEntry]:
+        """Board-wide ranks of several members, in listing order.
+
+        The members' bounds are sorted, and the index is counted segment by segment
+        (below the first bound, then between consecutive bounds), so the items read add
+        up to the members above the lowest one, not to the sum of every rank.
+        """
+        board = self.get_board(board_id)
+        settings = board.settings
+        order = settings.rank_order
+        states = self.store.get_scores(board_id, member_ids, ALL_TIME)
+        entries = sorted(
+            (
+                IndexEntry(order.sort_key(s.score, m, s.reached_at_us), m, s.score)
+                for m, s in states.items()
+            ),
+            key=lambda e: e.sort_key,
+        )
+        if not entries:
+            return []
+        bounds = [e.sort_key if order.earliest else order.score_bound(e.score) for e in entries]
+        partitions = self._partitions(board_id, settings)
+        tasks: list[tuple[str, int]] = [(p, i) for i in range(len(bounds)) for p in partitions]
+
+        def count(task: tuple[str, int]) -> int:
+            partition, index = task
+            if index == 0:
+                return self.store.count_index(partition, below=bounds[0])
+            if bounds[index] == bounds[index - 1]:
+                return 0
+            return self.store.count_index(partition, between=(bounds[index - 1], bounds[index]))
+
+        counts = self.store.gather(count, tasks)
+        segment = [0] * len(bounds)
+        for (_, index), value in zip(tasks, counts, strict=True):
+            segment[index] += value
+        ranked = []
+        better = 0
+        for index, entry in enumerate(entries):
+            better += segment[index]
+            if index > 0 and order.earliest:
+                better -= 1  # the inclusive upper bound is this member's own entry
+            ranked.append(RankedEntry(rank=better + 1, member_id=entry.member_id, score=entry.score))
+        return ranked
+
+
+@cache
+def default_service() -> LeaderboardService:
+    return LeaderboardService(default_store())

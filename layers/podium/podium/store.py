@@ -1,0 +1,644 @@
+"""The one data-access module: every DynamoDB call of the service goes through here.
+
+Item layout of the single table (``pk``/``sk`` strings; ``#`` never occurs in ids):
+
+====================================  ===================  =================================
+pk                                    sk                   what
+====================================  ===================  =================================
+``B#{boardId}``                       ``BOARD``            settings, title, memberCount
+``CATALOG``                           ``{boardId}``        one per board, to list boards
+``M#{boardId}#{memberId}``            ``MEMBER``           data (JSON text), timestamps
+``M#{boardId}#{memberId}``            ``SCORE#{period}``   score, version, reachedAt, rpk/rsk
+``STREAM#{eventId}``                  ``APPLIED``          a stream record already applied
+====================================  ===================  =================================
+
+Only ``SCORE#`` items carry ``rpk``/``rsk``, so the keys-only ``RankIndex`` holds
+nothing but rankings. The score item stays small whatever the size of ``data``: a
+score update writes 1 WCU to the table and (when the sort key moves) 2 to the index.
+Later parts of the API add items under their own prefixes (see docs/data-model.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from decimal import Decimal
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from podium import numbers
+from podium.config import Settings
+from podium.errors import Throttled
+from podium.keys import SEPARATOR, rank_partition_key, shard_of
+from podium.models import Board, BoardSettings, ScoreState
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+THROTTLING_CODES = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "ThrottlingError",
+}
+STREAM_MARK_TTL_SECONDS = 2 * 24 * 3600  # longer than a stream's 24-hour retention
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+class VersionConflict(Exception):
+    """Another write changed the item between our read and our conditional write."""
+
+
+class ItemMissing(Exception):
+    """The item a conditional write expected is not there (deleted meanwhile)."""
+
+
+def board_key(board_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": "BOARD"}}
+
+
+def member_pk(board_id: str, member_id: str) -> str:
+    return f"M#{board_id}{SEPARATOR}{member_id}"
+
+
+def profile_key(board_id: str, member_id: str) -> dict[str, Any]:
+    return {"pk": {"S": member_pk(board_id, member_id)}, "sk": {"S": "MEMBER"}}
+
+
+def score_key(board_id: str, member_id: str, period: str) -> dict[str, Any]:
+    return {"pk": {"S": member_pk(board_id, member_id)}, "sk": {"S": f"SCORE#{period}"}}
+
+
+def parse_member_pk(pk: str) -> tuple[str, str]:
+    """``M#{boardId}#{memberId}`` -> (boardId, memberId)."""
+    board_id, member_id = pk[2:].split(SEPARATOR, 1)
+    return board_id, member_id
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _parse_timestamp(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _error_code(error: Exception) -> str:
+    response = getattr(error, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def _cancellation_codes(error: Exception) -> list[str]:
+    response = getattr(error, "response", None) or {}
+    return [str(reason.get("Code", "None")) for reason in response.get("CancellationReasons", [])]
+
+
+@contextmanager
+def _translate_throttling() -> Iterator[None]:
+    """botocore has already retried with backoff; what still throttles is the client's 429."""
+    from botocore.exceptions import ClientError
+
+    try:
+        yield
+    except ClientError as error:
+        codes = {_error_code(error), *_cancellation_codes(error)}
+        if codes & THROTTLING_CODES:
+            raise Throttled("the database is throttling requests; retry after a short wait") from error
+        raise
+
+
+class Store:
+    def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
+        self.settings = settings
+        self._client = client
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    @cached_property
+    def client(self) -> DynamoDBClient:
+        if self._client is not None:
+            return self._client
+        import boto3
+        from botocore.config import Config
+
+        config = Config(
+            retries={"mode": "standard", "max_attempts": 6},
+            max_pool_connections=self.settings.shard_query_concurrency + 8,
+        )
+        return boto3.client("dynamodb", config=config)
+
+    @cached_property
+    def _pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self.settings.shard_query_concurrency)
+
+    def gather(self, function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """Run ``function`` over ``items`` concurrently (the scatter of scatter-gather)."""
+        if len(items) <= 1:
+            return [function(item) for item in items]
+        return list(self._pool.map(function, items))
+
+    @property
+    def table(self) -> str:
+        return self.settings.table_name
+
+    # -- boards -----------------------------------------------------------------------
+
+    def get_board(self, board_id: str, *, consistent: bool = False) -> Board | None:
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table, Key=board_key(board_id), ConsistentRead=consistent
+            )
+        item = response.get("Item")
+        return _board_from_item(board_id, item) if item else None
+
+    def create_board(self, board: Board) -> bool:
+        """Create the board and its catalog entry; False when it already exists."""
+        from botocore.exceptions import ClientError
+
+        s = board.settings
+        item: dict[str, Any] = {
+            **board_key(board.board_id),
+            "order": {"S": s.order},
+            "operator": {"S": s.operator},
+            "tieBreak": {"S": s.tie_break},
+            "shards": {"N": str(s.shards)},
+            "reset": {"S": s.reset},
+            "retainPeriods": {"N": str(s.retain_periods)},
+            "rollupTo": {"L": [{"S": target} for target in s.rollup_to]},
+            "createdAt": {"S": _timestamp(board.created_at)},
+            "memberCount": {"N": "0"},
+        }
+        if board.title is not None:
+            item["title"] = {"S": board.title}
+        try:
+            with _translate_throttling():
+                self.client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": item,
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": {"pk": {"S": "CATALOG"}, "sk": {"S": board.board_id}},
+                            }
+                        },
+                    ]
+                )
+        except ClientError as error:
+            if "ConditionalCheckFailed" in _cancellation_codes(error):
+                return False
+            raise
+        return True
+
+    def set_board_title(self, board_id: str, title: str) -> None:
+        with _translate_throttling():
+            self.client.update_item(
+                TableName=self.table,
+                Key=board_key(board_id),
+                UpdateExpression="SET title = :t",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":t": {"S": title}},
+            )
+
+    def list_boards(self, limit: int, after: str | None) -> tuple[list[Board], str | None]:
+        """A page of boards in id order, and the id to continue after (None at the end)."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :c",
+            "ExpressionAttributeValues": {":c": {"S": "CATALOG"}},
+            "Limit": limit,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = {"pk": {"S": "CATALOG"}, "sk": {"S": after}}
+        with _translate_throttling():
+            response = self.client.query(**request)
+        ids = [item["sk"]["S"] for item in response.get("Items", [])]
+        items = self._batch_get([board_key(board_id) for board_id in ids], consistent=False)
+        boards = []
+        for board_id in ids:
+            item = items.get((f"B#{board_id}", "BOARD"))
+            if item is not None:
+                boards.append(_board_from_item(board_id, item))
+        more = "LastEvaluatedKey" in response and bool(ids)
+        return boards, (ids[-1] if more else None)
+
+    # -- members ----------------------------------------------------------------------
+
+    def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None:
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table,
+                Key=score_key(board_id, member_id, period),
+                ConsistentRead=True,
+                ProjectionExpression="s, v, t",
+            )
+        item = response.get("Item")
+        return _score_from_item(item) if item else None
+
+    def get_member(
+        self, board_id: str, member_id: str, period: str
+    ) -> tuple[dict[str, Any] | None, ScoreState | None]:
+        """The member's profile item (data and timestamps) and its score, read consistently."""
+        keys = [profile_key(board_id, member_id), score_key(board_id, member_id, period)]
+        items = self._batch_get(keys, consistent=True)
+        pk = member_pk(board_id, member_id)
+        profile = items.get((pk, "MEMBER"))
+        score = items.get((pk, f"SCORE#{period}"))
+        return (
+            _profile_from_item(profile) if profile else None,
+            _score_from_item(score) if score else None,
+        )
+
+    def get_scores(
+        self, board_id: str, member_ids: Sequence[str], period: str
+    ) -> dict[str, ScoreState]:
+        keys = [score_key(board_id, member_id, period) for member_id in member_ids]
+        items = self._batch_get(keys, consistent=True)
+        scores = {}
+        for member_id in member_ids:
+            item = items.get((member_pk(board_id, member_id), f"SCORE#{period}"))
+            if item is not None:
+                scores[member_id] = _score_from_item(item)
+        return scores
+
+    def get_data(self, board_id: str, member_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        keys = [profile_key(board_id, member_id) for member_id in member_ids]
+        items = self._batch_get(keys, consistent=False)
+        data = {}
+        for member_id in member_ids:
+            item = items.get((member_pk(board_id, member_id), "MEMBER"))
+            data[member_id] = _profile_from_item(item)["data"] if item else {}
+        return data
+
+    def create_member(
+        self,
+        board_id: str,
+        settings: BoardSettings,
+        member_id: str,
+        data: dict[str, Any],
+        state: ScoreState,
+        period: str,
+        now: datetime,
+    ) -> bool:
+        """Create the profile and score items together; False when the member exists."""
+        from botocore.exceptions import ClientError
+
+        profile = {
+            **profile_key(board_id, member_id),
+            "data": {"S": numbers.dumps(data)},
+            "createdAt": {"S": _timestamp(now)},
+            "updatedAt": {"S": _timestamp(now)},
+        }
+        score = {
+            **score_key(board_id, member_id, period),
+            **self._score_attributes(board_id, settings, member_id, state, period),
+        }
+        try:
+            with _translate_throttling():
+                self.client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": profile,
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": score,
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                    ]
+                )
+        except ClientError as error:
+            if "ConditionalCheckFailed" in _cancellation_codes(error):
+                return False
+            raise
+        return True
+
+    def update_member(
+        self,
+        board_id: str,
+        settings: BoardSettings,
+        member_id: str,
+        data: dict[str, Any] | None,
+        score: tuple[int, ScoreState] | None,
+        period: str,
+        now: datetime,
+    ) -> None:
+        """Replace the data (when given) and the score (when given, as ``(expected version,
+        new state)``) of an existing member, atomically."""
+        from botocore.exceptions import ClientError
+
+        names = "updatedAt = :u" + (", #d = :d" if data is not None else "")
+        values: dict[str, Any] = {":u": {"S": _timestamp(now)}}
+        if data is not None:
+            values[":d"] = {"S": numbers.dumps(data)}
+        profile_update: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": profile_key(board_id, member_id),
+            "UpdateExpression": f"SET {names}",
+            "ConditionExpression": "attribute_exists(pk)",
+            "ExpressionAttributeValues": values,
+        }
+        if data is not None:
+            profile_update["ExpressionAttributeNames"] = {"#d": "data"}
+        if score is None:
+            try:
+                with _translate_throttling():
+                    self.client.update_item(**profile_update)
+            except ClientError as error:
+                if _error_code(error) == "ConditionalCheckFailedException":
+                    raise ItemMissing(member_id) from error
+                raise
+            return
+        expected, state = score
+        try:
+            with _translate_throttling():
+                self.client.transact_write_items(
+                    TransactItems=[
+                        {"Update": profile_update},
+                        {"Put": self._score_put(board_id, settings, member_id, state, period, expected)},
+                    ]
+                )
+        except ClientError as error:
+            codes = _cancellation_codes(error)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                raise ItemMissing(member_id) from error
+            if "ConditionalCheckFailed" in codes:
+                raise VersionConflict(member_id) from error
+            raise
+
+    def write_score(
+        self,
+        board_id: str,
+        settings: BoardSettings,
+        member_id: str,
+        expected_version: int,
+        state: ScoreState,
+        period: str,
+    ) -> None:
+        """Replace the score item if it still has ``expected_version`` (optimistic locking)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with _translate_throttling():
+                self.client.put_item(
+                    **self._score_put(board_id, settings, member_id, state, period, expected_version)
+                )
+        except ClientError as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                raise VersionConflict(member_id) from error
+            raise
+
+    def delete_member(self, board_id: str, member_id: str, period: str) -> None:
+        with _translate_throttling():
+            self.client.transact_write_items(
+                TransactItems=[
+                    {"Delete": {"TableName": self.table, "Key": profile_key(board_id, member_id)}},
+                    {
+                        "Delete": {
+                            "TableName": self.table,
+                            "Key": score_key(board_id, member_id, period),
+                        }
+                    },
+                ]
+            )
+
+    def _score_attributes(
+        self, board_id: str, settings: BoardSettings, member_id: str, state: ScoreState, period: str
+    ) -> dict[str, Any]:
+        order = settings.rank_order
+        return {
+            "s": _serializer.serialize(state.score),
+            "v": {"N": str(state.version)},
+            "t": {"N": str(state.reached_at_us)},
+            "rpk": {
+                "S": rank_partition_key(board_id, period, shard_of(member_id, settings.shards))
+            },
+            "rsk": {"S": order.sort_key(state.score, member_id, state.reached_at_us)},
+        }
+
+    def _score_put(
+        self,
+        board_id: str,
+        settings: BoardSettings,
+        member_id: str,
+        state: ScoreState,
+        period: str,
+        expected_version: int,
+    ) -> dict[str, Any]:
+        return {
+            "TableName": self.table,
+            "Item": {
+                **score_key(board_id, member_id, period),
+                **self._score_attributes(board_id, settings, member_id, state, period),
+            },
+            "ConditionExpression": "v = :expected",
+            "ExpressionAttributeValues": {":expected": {"N": str(expected_version)}},
+        }
+
+    # -- the ranking index ------------------------------------------------------------
+
+    def index_keys(
+        self,
+        partition: str,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int,
+    ) -> list[str]:
+        """Up to ``limit`` sort keys of one shard, best first after ``after``, or nearest
+        first below ``before``; follows ``LastEvaluatedKey`` past the 1 MB page limit."""
+        condition = "rpk = :p"
+        values: dict[str, Any] = {":p": {"S": partition}}
+        if after is not None:
+            condition += " AND rsk > :k"
+            values[":k"] = {"S": after}
+        elif before is not None:
+            condition += " AND rsk < :k"
+            values[":k"] = {"S": before}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": self.settings.rank_index_name,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "ProjectionExpression": "rsk",
+            "ScanIndexForward": before is None,
+        }
+        keys: list[str] = []
+        while len(keys) < limit:
+            request["Limit"] = limit - len(keys)
+            with _translate_throttling():
+                response = self.client.query(**request)
+            keys.extend(item["rsk"]["S"] for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return keys
+
+    def count_index(
+        self, partition: str, *, below: str | None = None, between: tuple[str, str] | None = None
+    ) -> int:
+        """COUNT the entries of one shard below a bound, or between two bounds (inclusive),
+        following ``LastEvaluatedKey`` past the 1 MB page limit."""
+        condition = "rpk = :p"
+        values: dict[str, Any] = {":p": {"S": partition}}
+        if below is not None:
+            condition += " AND rsk < :b"
+            values[":b"] = {"S": below}
+        elif between is not None:
+            condition += " AND rsk BETWEEN :lo AND :hi"
+            values[":lo"] = {"S": between[0]}
+            values[":hi"] = {"S": between[1]}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": self.settings.rank_index_name,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "Select": "COUNT",
+        }
+        total = 0
+        while True:
+            with _translate_throttling():
+                response = self.client.query(**request)
+            total += int(response.get("Count", 0))
+            if "LastEvaluatedKey" not in response:
+                return total
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    # -- the change stream ------------------------------------------------------------
+
+    def apply_member_count(self, event_id: str, board_id: str, delta: int) -> bool:
+        """Add ``delta`` to the board's memberCount once per stream record; False when this
+        record was applied before (a redelivery)."""
+        from botocore.exceptions import ClientError
+
+        expires = int(time.time()) + STREAM_MARK_TTL_SECONDS
+        try:
+            with _translate_throttling():
+                self.client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": {
+                                    "pk": {"S": f"STREAM#{event_id}"},
+                                    "sk": {"S": "APPLIED"},
+                                    "ttl": {"N": str(expires)},
+                                },
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        {
+                            "Update": {
+                                "TableName": self.table,
+                                "Key": board_key(board_id),
+                                "UpdateExpression": "ADD memberCount :d",
+                                "ConditionExpression": "attribute_exists(pk)",
+                                "ExpressionAttributeValues": {":d": {"N": str(delta)}},
+                            }
+                        },
+                    ]
+                )
+        except ClientError as error:
+            codes = _cancellation_codes(error)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                return False
+            if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+                return False  # the board is gone: nothing to count
+            raise
+        return True
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _batch_get(
+        self, keys: list[dict[str, Any]], *, consistent: bool
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        unique = list({(k["pk"]["S"], k["sk"]["S"]): k for k in keys}.values())
+        chunks = [unique[i : i + 100] for i in range(0, len(unique), 100)]
+
+        def fetch(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            items: list[dict[str, Any]] = []
+            request: dict[str, Any] = {
+                self.table: {"Keys": chunk, "ConsistentRead": consistent}
+            }
+            delay = 0.01
+            while request:
+                with _translate_throttling():
+                    response = self.client.batch_get_item(RequestItems=request)
+                items.extend(response.get("Responses", {}).get(self.table, []))
+                request = response.get("UnprocessedKeys") or {}
+                if request:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+            return items
+
+        for items in self.gather(fetch, chunks):
+            for item in items:
+                found[(item["pk"]["S"], item["sk"]["S"])] = item
+        return found
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    return {name: _deserializer.deserialize(value) for name, value in item.items()}
+
+
+def _board_from_item(board_id: str, item: dict[str, Any]) -> Board:
+    plain = _plain(item)
+    settings = BoardSettings(
+        order=plain["order"],
+        operator=plain["operator"],
+        tie_break=plain["tieBreak"],
+        shards=int(plain["shards"]),
+        reset=plain.get("reset", "never"),
+        retain_periods=int(plain.get("retainPeriods", 12)),
+        rollup_to=tuple(plain.get("rollupTo", [])),
+    )
+    return Board(
+        board_id=board_id,
+        settings=settings,
+        title=plain.get("title"),
+        created_at=_parse_timestamp(plain["createdAt"]),
+        member_count=max(0, int(plain.get("memberCount", 0))),
+    )
+
+
+def _score_from_item(item: dict[str, Any]) -> ScoreState:
+    score = _deserializer.deserialize(item["s"])
+    assert isinstance(score, Decimal)
+    return ScoreState(score=score, version=int(item["v"]["N"]), reached_at_us=int(item["t"]["N"]))
+
+
+def _profile_from_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "data": numbers.loads(item["data"]["S"]) if "data" in item else {},
+        "createdAt": _parse_timestamp(item["createdAt"]["S"]),
+        "updatedAt": _parse_timestamp(item["updatedAt"]["S"]),
+    }
+
+
+@cache
+def default_store() -> Store:
+    from podium.config import settings
+
+    return Store(settings())

@@ -1,0 +1,156 @@
+"""Turning request bodies, path and query parameters into typed values, or a 4xx that
+names the field and the limit."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from podium import numbers
+from podium.errors import PayloadTooLarge, ValidationError
+from podium.models import DEFAULT_SHARDS, MAX_SHARDS, ORDERS, OPERATORS, TIE_BREAKS, BoardSettings
+
+BOARD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+MEMBER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,199}")
+MAX_BODY_BYTES = 256 * 1024
+MAX_DATA_BYTES = 64 * 1024
+MAX_TITLE = 200
+MAX_TOP_LIMIT = 1000
+MAX_RADIUS = 50
+MAX_RANKS_IDS = 100
+
+
+def board_id(value: str) -> str:
+    if not BOARD_ID.fullmatch(value):
+        raise ValidationError(
+            "boardId must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ (1 to 128 characters)"
+        )
+    return value
+
+
+def member_id(value: Any, field: str = "memberId") -> str:
+    if not isinstance(value, str) or not MEMBER_ID.fullmatch(value):
+        raise ValidationError(
+            f"{field} must match ^[A-Za-z0-9][A-Za-z0-9._:@~-]{{0,199}}$ (1 to 200 characters)"
+        )
+    return value
+
+
+def json_object(body: str | None, *, required: bool = False) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object (an empty body is ``{}`` unless required)."""
+    if body is None or body.strip() == "":
+        if required:
+            raise ValidationError("a JSON object body is required")
+        return {}
+    if len(body.encode("utf-8")) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"the body is over the limit of {MAX_BODY_BYTES} bytes (256 KiB)")
+    try:
+        parsed = numbers.loads(body)
+    except ValueError as error:
+        raise ValidationError(f"the body is not valid JSON: {error}") from error
+    if not isinstance(parsed, dict):
+        raise ValidationError("the body must be a JSON object")
+    return parsed
+
+
+def _only(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise ValidationError(
+            f"unknown field {unknown[0]!r}; the fields allowed here are {', '.join(allowed)}"
+        )
+
+
+def _choice(body: dict[str, Any], name: str, choices: tuple[str, ...]) -> str:
+    value = body.get(name, choices[0])
+    if value not in choices:
+        raise ValidationError(f"{name} must be one of {', '.join(choices)}")
+    return str(value)
+
+
+def _integer(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+        raise ValidationError(f"{name} must be an integer from {low} to {high}")
+    if isinstance(value, Decimal) and (not value.is_finite() or value != value.to_integral_value()):
+        raise ValidationError(f"{name} must be an integer from {low} to {high}")
+    number = int(value)
+    if not low <= number <= high:
+        raise ValidationError(f"{name} must be an integer from {low} to {high}")
+    return number
+
+
+@dataclass(frozen=True)
+class BoardRequest:
+    settings: BoardSettings
+    title: str | None
+
+
+def board_request(body: dict[str, Any]) -> BoardRequest:
+    _only(body, ("order", "operator", "tieBreak", "shards", "title"))
+    title = body.get("title")
+    if title is not None and (not isinstance(title, str) or len(title) > MAX_TITLE):
+        raise ValidationError(f"title must be a string of at most {MAX_TITLE} characters")
+    settings = BoardSettings(
+        order=_choice(body, "order", ORDERS),
+        operator=_choice(body, "operator", OPERATORS),
+        tie_break=_choice(body, "tieBreak", TIE_BREAKS),
+        shards=_integer(body.get("shards", DEFAULT_SHARDS), "shards", 1, MAX_SHARDS),
+    )
+    return BoardRequest(settings=settings, title=title)
+
+
+@dataclass(frozen=True)
+class MemberRequest:
+    data: dict[str, Any] | None
+    score: Decimal | None
+
+
+def member_request(body: dict[str, Any]) -> MemberRequest:
+    _only(body, ("data", "score"))
+    data = body.get("data")
+    if "data" in body:
+        if not isinstance(data, dict):
+            raise ValidationError("data must be a JSON object")
+        size = len(numbers.dumps(data).encode("utf-8"))
+        if size > MAX_DATA_BYTES:
+            raise PayloadTooLarge(
+                f"data is {size} bytes once serialised, over the limit of {MAX_DATA_BYTES} bytes (64 KiB)"
+            )
+    score = numbers.check_score(body["score"], "score") if "score" in body else None
+    return MemberRequest(data=data, score=score)
+
+
+def score_value(body: dict[str, Any]) -> Decimal:
+    _only(body, ("value",))
+    if "value" not in body:
+        raise ValidationError("value is required")
+    return numbers.check_score(body["value"], "value")
+
+
+def member_ids(body: dict[str, Any]) -> list[str]:
+    _only(body, ("memberIds",))
+    ids = body.get("memberIds")
+    if not isinstance(ids, list) or not 1 <= len(ids) <= MAX_RANKS_IDS:
+        raise ValidationError(f"memberIds must be a list of 1 to {MAX_RANKS_IDS} member ids")
+    unique = dict.fromkeys(member_id(item, "memberIds[]") for item in ids)
+    return list(unique)
+
+
+def query_int(params: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    if not re.fullmatch(r"-?\d{1,9}", raw):
+        raise ValidationError(f"{name} must be an integer from {low} to {high}")
+    return _integer(int(raw), name, low, high)
+
+
+def query_bool(params: dict[str, str], name: str) -> bool:
+    raw = params.get(name)
+    if raw is None:
+        return False
+    if raw.lower() not in ("true", "false"):
+        raise ValidationError(f"{name} must be true or false")
+    return raw.lower() == "true"
