@@ -22,9 +22,10 @@ def submit_score(boardId: str, memberId: str) -> Response[str]:
 
     answer = idempotency.run_once(
         scope=f"{board_id}#{member_id}",
-        key=app.current_event.headers.get("Idempotency-Key") or app.current_event.headers.get("idempotency-key"),
+        key=app.current_event.headers.get("Idempotency-Key"),
         body=numbers.dumps({"value": value}),
         operation=apply,
+        lambda_context=app.lambda_context,
     )
     return Response(status_code=answer["status"], content_type=http.JSON, body=answer["body"])
 

@@ -20,7 +20,7 @@ Operation = Callable[[], dict[str, Any]]
 
 
 @cache
-def _idempotent_runner() -> Callable[..., dict[str, Any]]:
+def _idempotent_runner() -> tuple[Any, Callable[..., dict[str, Any]]]:
     from aws_lambda_powertools.utilities.idempotency import (
         DynamoDBPersistenceLayer,
         IdempotencyConfig,
@@ -40,11 +40,17 @@ def _idempotent_runner() -> Callable[..., dict[str, Any]]:
     def run(request: dict[str, str], operation: Operation) -> dict[str, Any]:
         return operation()
 
-    return run
+    return config, run
 
 
-def run_once(scope: str, key: str | None, body: str, operation: Operation) -> dict[str, Any]:
-    """Run ``operation`` (which returns a JSON-safe answer) once per ``scope`` and key."""
+def run_once(
+    scope: str, key: str | None, body: str, operation: Operation, lambda_context: Any = None
+) -> dict[str, Any]:
+    """Run ``operation`` (which returns a JSON-safe answer) once per ``scope`` and key.
+
+    The Lambda context lets Powertools give an in-progress record an expiry of the
+    invocation's remaining time, so a crashed invocation does not block its key for 24 h.
+    """
     if key is None:
         return operation()
     if not 1 <= len(key) <= MAX_KEY_LENGTH:
@@ -54,8 +60,11 @@ def run_once(scope: str, key: str | None, body: str, operation: Operation) -> di
         IdempotencyValidationError,
     )
 
+    config, run = _idempotent_runner()
+    if lambda_context is not None:
+        config.register_lambda_context(lambda_context)
     try:
-        return _idempotent_runner()(request={"key": f"{scope}#{key}", "body": body}, operation=operation)
+        return run(request={"key": f"{scope}#{key}", "body": body}, operation=operation)
     except IdempotencyValidationError as error:
         raise ValidationError(
             "this Idempotency-Key was already used with a different body; use a new key"

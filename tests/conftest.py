@@ -1,0 +1,125 @@
+"""Shared fixtures.
+
+* Unit tests use moto, with tables built from ``template.yaml``.
+* Integration tests use DynamoDB Local, which the session starts on a free port and
+  stops by PID (or the DynamoDB at ``AWS_ENDPOINT_URL_DYNAMODB``, when that is set).
+* End-to-end tests talk HTTP to the local stack (``python -m devstack``), which the
+  session starts as a subprocess against that same DynamoDB.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "layers" / "podium"), str(ROOT)]
+
+from devstack import template as template_module  # noqa: E402
+from devstack.dynamodb_local import DynamoDBLocal, free_port, wait_for_port  # noqa: E402
+from devstack.stack import LOCAL_CREDENTIALS, create_tables  # noqa: E402
+from podium.config import Settings  # noqa: E402
+
+for _key, _value in LOCAL_CREDENTIALS.items():
+    os.environ[_key] = _value
+
+
+@pytest.fixture(scope="session")
+def dynamodb_endpoint() -> Iterator[str]:
+    external = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+    if external:
+        yield external
+        return
+    server = DynamoDBLocal.start(log_path=ROOT / ".devstack" / "test-dynamodb-local.log")
+    try:
+        yield server.endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def dynamodb_client(dynamodb_endpoint: str) -> Any:
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=dynamodb_endpoint)
+
+
+@pytest.fixture(scope="session")
+def local_tables(dynamodb_client: Any) -> Settings:
+    """The template's tables on DynamoDB Local, under a prefix of this session's own."""
+    spec = template_module.read(f"it{uuid.uuid4().hex[:8]}-")
+    create_tables(dynamodb_client, spec)
+    return Settings(
+        table_name=spec.table_names["LeaderboardTable"],
+        idempotency_table_name=spec.table_names["IdempotencyTable"],
+    )
+
+
+@pytest.fixture
+def moto_tables() -> Iterator[Settings]:
+    """The template's tables inside moto (fast, for logic that is not DynamoDB's own behaviour)."""
+    from moto import mock_aws
+
+    with mock_aws():
+        import boto3
+
+        spec = template_module.read("unit-")
+        create_tables(boto3.client("dynamodb", region_name="us-east-1"), spec)
+        yield Settings(
+            table_name=spec.table_names["LeaderboardTable"],
+            idempotency_table_name=spec.table_names["IdempotencyTable"],
+        )
+
+
+@pytest.fixture(scope="session")
+def stack_url(dynamodb_endpoint: str) -> Iterator[str]:
+    """The local stack, started as ``python -m devstack`` on a free port."""
+    log_path = ROOT / ".devstack" / "test-stack.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint,
+        "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
+    }
+    for attempt in range(5):
+        port = free_port()
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "devstack",
+                    "--port",
+                    str(port),
+                    "--table-prefix",
+                    f"e2e{uuid.uuid4().hex[:8]}-",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            wait_for_port(port, timeout=60, process=process)
+            break
+        except RuntimeError:
+            if attempt == 4:
+                raise
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

@@ -1,0 +1,35 @@
+"""Small helpers the test layers share."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import requests
+
+T = TypeVar("T")
+
+
+def unique_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def decimal_json(response: requests.Response) -> Any:
+    """A response body with every number read as an exact Decimal."""
+    return json.loads(response.text, parse_float=Decimal, parse_int=Decimal)
+
+
+def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 0.2) -> T:
+    """Retry ``check`` until it stops raising AssertionError (for stream-driven state)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(interval)

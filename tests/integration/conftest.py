@@ -1,0 +1,35 @@
+"""Integration fixtures: the real service and store, on DynamoDB Local."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from podium.config import Settings
+from podium.service import LeaderboardService
+from podium.store import Store
+
+pytestmark = pytest.mark.integration
+
+
+class TickingClock:
+    """A clock that moves one millisecond forward every time it is read."""
+
+    def __init__(self) -> None:
+        self.moment = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        self.moment += timedelta(milliseconds=1)
+        return self.moment
+
+
+@pytest.fixture(scope="session")
+def store(local_tables: Settings, dynamodb_client: Any) -> Store:
+    return Store(local_tables, client=dynamodb_client)
+
+
+@pytest.fixture
+def service(store: Store) -> LeaderboardService:
+    return LeaderboardService(store, clock=TickingClock())

@@ -1,0 +1,429 @@
+"""The sample events in ``events/``, each run through its function's handler the way
+``sam local invoke <Function> -e events/<file>.json`` would, against the template's
+tables in moto."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import podium.config
+import podium.idempotency
+import podium.service
+import podium.store
+from devstack import template
+from devstack.functions import Handler, LambdaContext, load_handler
+from podium.config import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS_DIR = ROOT / "events"
+BOARD_ID = "images"
+# The image example of the references: views per image, owned by ana.
+SCORES = {
+    "img-001.jpg": 27,
+    "img-002.jpg": 23,
+    "img-003.jpg": 16,
+    "img-004.jpg": 83,
+    "img-005.jpg": 52,
+    "img-006.jpg": 94,
+}
+DATA = {"owner": "ana"}
+BOARD_FIELDS = {"boardId", "order", "operator", "tieBreak", "shards", "title", "memberCount", "createdAt"}
+MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "createdAt", "updatedAt"}
+
+Invoke = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class TemplateFunction:
+    """A function of ``template.yaml``, named by its code directory (and its event file)."""
+
+    logical_id: str
+    code_dir: Path
+    handler: str
+    route: template.Route | None = None
+
+
+def _template_functions() -> dict[str, TemplateFunction]:
+    spec = template.read("unit-")
+    functions = {
+        route.code_dir.name: TemplateFunction(route.function, route.code_dir, route.handler, route)
+        for route in spec.routes()
+    }
+    for consumer in spec.stream_consumers():
+        functions[consumer.code_dir.name] = TemplateFunction(
+            consumer.function, consumer.code_dir, consumer.handler
+        )
+    return functions
+
+
+FUNCTIONS = _template_functions()
+API_EVENTS = sorted(name for name, function in FUNCTIONS.items() if function.route is not None)
+
+
+def load_event(name: str) -> dict[str, Any]:
+    """``events/<name>.json``, as ``sam local invoke -e`` reads it."""
+    with open(EVENTS_DIR / f"{name}.json", encoding="utf-8") as handle:
+        event: dict[str, Any] = json.load(handle)
+    return event
+
+
+def decimal_body(response: dict[str, Any]) -> Any:
+    """A handler response's body with every number read as an exact Decimal."""
+    return json.loads(response["body"], parse_float=Decimal, parse_int=Decimal)
+
+
+def content_type(response: dict[str, Any]) -> str | None:
+    headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+    for name, values in (response.get("multiValueHeaders") or {}).items():
+        headers[name.lower()] = ",".join(values)
+    return headers.get("content-type")
+
+
+def entries(body: dict[str, Any]) -> list[tuple[int, str, Decimal]]:
+    """(rank, memberId, score) of each entry of a listing."""
+    return [(int(entry["rank"]), entry["memberId"], entry["score"]) for entry in body["entries"]]
+
+
+def put_member_event(member_id: str, score: int) -> dict[str, Any]:
+    """The put_member sample event, pointed at another member with its own score."""
+    event = load_event("put_member")
+    path = f"/boards/{BOARD_ID}/members/{member_id}"
+    event["path"] = path
+    event["requestContext"]["path"] = f"/dev{path}"
+    event["pathParameters"] = {"boardId": BOARD_ID, "memberId": member_id}
+    event["body"] = json.dumps({"data": DATA, "score": score})
+    return event
+
+
+def _clear_singletons() -> None:
+    podium.config.settings.cache_clear()
+    podium.store.default_store.cache_clear()
+    podium.service.default_service.cache_clear()
+    podium.idempotency._idempotent_runner.cache_clear()
+
+
+@pytest.fixture
+def invoke(moto_tables: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Invoke]:
+    """Invoke a function by its event name, with its sample event unless one is given."""
+    monkeypatch.setenv("TABLE_NAME", moto_tables.table_name)
+    monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", moto_tables.idempotency_table_name)
+    _clear_singletons()
+    handlers: dict[str, Handler] = {}
+    module_names: list[str] = []
+
+    def run(name: str, event: dict[str, Any] | None = None) -> Any:
+        function = FUNCTIONS[name]
+        if name not in handlers:
+            module_name = f"podium_event_test_{name}_{uuid.uuid4().hex[:8]}"
+            module_names.append(module_name)
+            handlers[name] = load_handler(module_name, function.code_dir, function.handler)
+        return handlers[name](
+            event if event is not None else load_event(name), LambdaContext(function.logical_id)
+        )
+
+    yield run
+    _clear_singletons()
+    for module_name in module_names:
+        sys.modules.pop(module_name, None)
+
+
+@pytest.fixture
+def board(invoke: Invoke) -> None:
+    response = invoke("create_board")
+    assert response["statusCode"] == 201, response["body"]
+
+
+@pytest.fixture
+def images(invoke: Invoke, board: None) -> None:
+    for member_id, score in SCORES.items():
+        response = invoke("put_member", put_member_event(member_id, score))
+        assert response["statusCode"] == 201, response["body"]
+
+
+# -- the event files themselves -----------------------------------------------------------
+
+
+def test_every_template_function_has_exactly_one_event_file() -> None:
+    # Given the functions of template.yaml, named by their code directory
+    function_dirs = set(FUNCTIONS)
+
+    # When listing the sample events
+    event_files = {path.stem for path in EVENTS_DIR.glob("*.json")}
+
+    # Then each function has its event, and there is no event for a function that is gone
+    assert event_files == function_dirs
+    assert function_dirs == {path.name for path in (ROOT / "functions").iterdir() if path.is_dir()}
+
+
+@pytest.mark.parametrize("name", API_EVENTS)
+def test_api_event_is_a_rest_proxy_event_for_its_route(name: str) -> None:
+    # Given the function's route in the template
+    route = FUNCTIONS[name].route
+    assert route is not None
+
+    # When reading its sample event
+    event = load_event(name)
+
+    # Then API Gateway would have built it for that route on the dev stage
+    assert event["resource"] == route.path
+    assert event["httpMethod"] == route.method
+    found = route.pattern.match(event["path"])
+    assert found is not None
+    assert (event["pathParameters"] or {}) == found.groupdict()
+    context = event["requestContext"]
+    assert context["resourcePath"] == route.path
+    assert context["httpMethod"] == route.method
+    assert context["path"] == f"/dev{event['path']}"
+    assert context["stage"] == "dev"
+    assert context["requestId"]
+    assert context["identity"]["sourceIp"]
+    assert event["isBase64Encoded"] is False
+    assert {k: [v] for k, v in (event["headers"] or {}).items()} == (event["multiValueHeaders"] or {})
+    query = event["queryStringParameters"] or {}
+    assert {k: [v] for k, v in query.items()} == (event["multiValueQueryStringParameters"] or {})
+    if event["body"] is not None:
+        assert isinstance(json.loads(event["body"]), dict)
+
+
+def test_member_counter_event_is_a_dynamodb_stream_insert_of_a_member() -> None:
+    # Given the stream filter of the template
+    spec = template.read("unit-")
+    (consumer,) = spec.stream_consumers()
+
+    # When reading the sample event
+    (record,) = load_event("member_counter")["Records"]
+
+    # Then every record passes the event source mapping's filter
+    pattern = consumer.filters[0]
+    assert record["eventName"] in pattern["eventName"]
+    assert record["dynamodb"]["Keys"]["sk"]["S"] in pattern["dynamodb"]["Keys"]["sk"]["S"]
+    assert record["eventSource"] == "aws:dynamodb"
+    assert record["dynamodb"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+    assert re.fullmatch(r"arn:aws:dynamodb:[\w-]+:\d{12}:table/.+/stream/.+", record["eventSourceARN"])
+
+
+# -- boards ---------------------------------------------------------------------------------
+
+
+def test_create_board_creates_then_confirms(invoke: Invoke) -> None:
+    # Given no board yet
+
+    # When the create_board event is invoked twice
+    first = invoke("create_board")
+    second = invoke("create_board")
+
+    # Then the first creates the board and the repeat confirms it, with the same settings
+    assert first["statusCode"] == 201, first["body"]
+    assert second["statusCode"] == 200, second["body"]
+    assert content_type(first) == "application/json"
+    created = decimal_body(first)
+    assert set(created) == BOARD_FIELDS
+    assert created["boardId"] == BOARD_ID
+    assert created["shards"] == 3
+    assert created["title"] == "Most viewed images"
+    assert (created["order"], created["operator"], created["tieBreak"]) == ("desc", "increment", "shared")
+    assert created["memberCount"] == 0
+    assert decimal_body(second) == created
+
+
+def test_get_board(invoke: Invoke, board: None) -> None:
+    # Given the images board
+
+    # When the get_board event is invoked
+    response = invoke("get_board")
+
+    # Then the board comes back
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert set(body) == BOARD_FIELDS
+    assert body["boardId"] == BOARD_ID
+    assert body["shards"] == 3
+    assert body["title"] == "Most viewed images"
+
+
+def test_list_boards(invoke: Invoke, board: None) -> None:
+    # Given the images board
+
+    # When the list_boards event is invoked
+    response = invoke("list_boards")
+
+    # Then the list holds it, and there is no further page
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert set(body) == {"boards", "nextCursor"}
+    assert [listed["boardId"] for listed in body["boards"]] == [BOARD_ID]
+    assert set(body["boards"][0]) == BOARD_FIELDS
+    assert body["nextCursor"] is None
+
+
+# -- members --------------------------------------------------------------------------------
+
+
+def test_put_member_creates_then_replaces(invoke: Invoke, board: None) -> None:
+    # Given the images board without members
+
+    # When the put_member event is invoked twice
+    first = invoke("put_member")
+    second = invoke("put_member")
+
+    # Then the member is created, then confirmed with the same data and score
+    assert first["statusCode"] == 201, first["body"]
+    assert second["statusCode"] == 200, second["body"]
+    for response in (first, second):
+        body = decimal_body(response)
+        assert set(body) == MEMBER_FIELDS
+        assert body["boardId"] == BOARD_ID
+        assert body["memberId"] == "img-001.jpg"
+        assert body["score"] == Decimal(27)
+        assert body["data"] == DATA
+
+
+def test_get_member(invoke: Invoke, images: None) -> None:
+    # Given the six images
+
+    # When the get_member event is invoked
+    response = invoke("get_member")
+
+    # Then the member comes back with its score and data
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert set(body) == MEMBER_FIELDS
+    assert (body["boardId"], body["memberId"]) == (BOARD_ID, "img-001.jpg")
+    assert body["score"] == Decimal(SCORES["img-001.jpg"])
+    assert body["data"] == DATA
+
+
+def test_delete_member(invoke: Invoke, images: None) -> None:
+    # Given the six images
+
+    # When the delete_member event is invoked, and then again (a retry)
+    first = invoke("delete_member")
+    retry = invoke("delete_member")
+
+    # Then both answer 204 with no body, and the member is gone
+    assert first["statusCode"] == 204, first["body"]
+    assert retry["statusCode"] == 204, retry["body"]
+    assert not first["body"]
+    gone = invoke("get_member")
+    assert gone["statusCode"] == 404, gone["body"]
+    assert decimal_body(gone)["code"] == "NotFound"
+
+
+def test_submit_score_adds_the_value_exactly_once(invoke: Invoke, images: None) -> None:
+    # Given img-001.jpg with its score
+    previous = decimal_body(invoke("get_member"))["score"]
+
+    # When the submit_score event is invoked, and then retried with the same Idempotency-Key
+    response = invoke("submit_score")
+    retry = invoke("submit_score")
+
+    # Then the increment is applied once, exactly, and the retry gets the first answer again
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert body == {
+        "memberId": "img-001.jpg",
+        "score": previous + Decimal("11.2"),
+        "previousScore": previous,
+    }
+    assert body["score"] == Decimal("38.2")
+    assert retry["statusCode"] == 200, retry["body"]
+    assert decimal_body(retry) == body
+    assert decimal_body(invoke("get_member"))["score"] == Decimal("38.2")
+
+
+# -- rankings -------------------------------------------------------------------------------
+
+
+def test_top(invoke: Invoke, images: None) -> None:
+    # Given the six images
+
+    # When the top event (limit=3) is invoked
+    response = invoke("top")
+
+    # Then the three most viewed come back, best first, with a cursor to the rest
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert set(body) == {"boardId", "entries", "total", "nextCursor"}
+    assert body["boardId"] == BOARD_ID
+    assert entries(body) == [
+        (1, "img-006.jpg", Decimal(94)),
+        (2, "img-004.jpg", Decimal(83)),
+        (3, "img-005.jpg", Decimal(52)),
+    ]
+    assert isinstance(body["nextCursor"], str)
+    # total is the board's memberCount, which the change stream keeps: no stream runs here.
+    assert body["total"] >= 0
+
+
+def test_rank(invoke: Invoke, images: None) -> None:
+    # Given the six images
+
+    # When the rank event is invoked for img-001.jpg
+    response = invoke("rank")
+
+    # Then three images are better
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert set(body) == {"memberId", "score", "rank", "total"}
+    assert (body["memberId"], body["score"], body["rank"]) == ("img-001.jpg", Decimal(27), 4)
+
+
+def test_around(invoke: Invoke, images: None) -> None:
+    # Given the six images
+
+    # When the around event (radius=1) is invoked for img-005.jpg
+    response = invoke("around")
+
+    # Then the window holds its neighbours on each side
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert set(body) == {"boardId", "entries", "total"}
+    assert body["boardId"] == BOARD_ID
+    assert entries(body) == [
+        (2, "img-004.jpg", Decimal(83)),
+        (3, "img-005.jpg", Decimal(52)),
+        (4, "img-001.jpg", Decimal(27)),
+    ]
+
+
+def test_ranks(invoke: Invoke, images: None) -> None:
+    # Given the six images
+
+    # When the ranks event is invoked for img-001.jpg and img-006.jpg
+    response = invoke("ranks")
+
+    # Then both come back in listing order with their board-wide ranks
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert set(body) == {"entries"}
+    assert entries(body) == [(1, "img-006.jpg", Decimal(94)), (4, "img-001.jpg", Decimal(27))]
+
+
+# -- the stream consumer --------------------------------------------------------------------
+
+
+def test_member_counter_counts_a_record_once(invoke: Invoke, board: None) -> None:
+    # Given the images board, with no members counted
+    before = decimal_body(invoke("get_board"))["memberCount"]
+
+    # When the stream event is delivered, and then delivered again
+    first = invoke("member_counter")
+    after_first = decimal_body(invoke("get_board"))["memberCount"]
+    again = invoke("member_counter")
+    after_again = decimal_body(invoke("get_board"))["memberCount"]
+
+    # Then the new member is counted once, and no record is reported as failed
+    assert first == {"batchItemFailures": []}
+    assert again == {"batchItemFailures": []}
+    assert after_first == before + 1
+    assert after_again == after_first
