@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -67,3 +67,6 @@ e2e: setup ## End-to-end tests over HTTP against the local stack
 
 clean: ## Remove build output and caches
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis .devstack
+
+invoke: setup ## Invoke one function with an event against the running `make run`: make invoke FUNCTION=TopFunction EVENT=events/top.json
+	$(PY) -m devstack invoke $(FUNCTION) -e $(EVENT)

@@ -1,14 +1,59 @@
-"""``python -m devstack``: run the whole stack in the foreground (``make run``)."""
+"""``python -m devstack``: run the whole stack in the foreground (``make run``), or invoke
+one function with a sample event, the docker-less ``sam local invoke``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
 import sys
+from pathlib import Path
 
-from devstack.stack import Stack, serve_forever
+from devstack import template as template_module
+from devstack.functions import LambdaContext, load_handler
+from devstack.stack import RUNNING, Stack, serve_forever, use_local_credentials
+
+
+def _stop_on_sigterm(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # A SIGTERM (from a test harness or a process manager) stops as cleanly as Ctrl-C.
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    serve_forever(Stack(host=args.host, port=args.port, table_prefix=args.table_prefix, verbose=args.verbose))
+    return 0
+
+
+def invoke(args: argparse.Namespace) -> int:
+    """Invoke one function of the template with an event file, against the DynamoDB of a
+    running ``make run`` (or ``AWS_ENDPOINT_URL_DYNAMODB``)."""
+    use_local_credentials()
+    prefix = args.table_prefix
+    if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
+        if not RUNNING.exists():
+            print("no local stack is running: start `make run` first", file=sys.stderr)
+            return 2
+        running = json.loads(RUNNING.read_text())
+        os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = running["dynamodb"]
+        prefix = running["tablePrefix"]
+    spec = template_module.read(prefix)
+    os.environ.update(spec.environment())
+    functions = {r.function: (r.code_dir, r.handler) for r in spec.routes()}
+    functions.update({c.function: (c.code_dir, c.handler) for c in spec.stream_consumers()})
+    if args.function not in functions:
+        print(f"no function {args.function} in template.yaml: {', '.join(sorted(functions))}", file=sys.stderr)
+        return 2
+    code_dir, handler = functions[args.function]
+    event = json.loads(Path(args.event).read_text())
+    result = load_handler(f"podium_function_{args.function}", code_dir, handler)(
+        event, LambdaContext(args.function)
+    )
+    print(json.dumps(result, indent=2))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,12 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")))
     parser.add_argument("--table-prefix", default=os.environ.get("TABLE_PREFIX", ""))
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("run", help="run the whole stack in the foreground (the default)")
+    invoke_parser = commands.add_parser("invoke", help="invoke one function with an event file")
+    invoke_parser.add_argument("function", help="the function's logical id, e.g. TopFunction")
+    invoke_parser.add_argument("-e", "--event", required=True, help="the event file, e.g. events/top.json")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    # A SIGTERM (from a test harness or a process manager) stops as cleanly as Ctrl-C.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    serve_forever(Stack(host=args.host, port=args.port, table_prefix=args.table_prefix, verbose=args.verbose))
-    return 0
+    return invoke(args) if args.command == "invoke" else run(args)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ LAYER = ROOT / "layers" / "podium"
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
+
 def use_layer() -> None:
     if str(LAYER) not in sys.path:
         sys.path.insert(0, str(LAYER))

@@ -26,7 +26,9 @@ def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], b
 class Gateway:
     def __init__(self, routes: list[Route]) -> None:
         self.routes = routes
-        self.pools = {route.function: FunctionPool(route.function, route.code_dir, route.handler) for route in routes}
+        self.pools = {
+            route.function: FunctionPool(route.function, route.code_dir, route.handler) for route in routes
+        }
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:
@@ -110,7 +112,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        headers = {name: value for name, value in self.headers.items()}
+        headers = dict(self.headers.items())
         status, response_headers, data = self.gateway.handle(
             self.command, self.path, headers, body, self.client_address[0]
         )
@@ -130,11 +132,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # many clients at once, as API Gateway takes them
+    daemon_threads = True
+
+
 class ApiServer:
     def __init__(self, gateway: Gateway, host: str, port: int, verbose: bool = False) -> None:
         handler = type("Handler", (_RequestHandler,), {"gateway": gateway})
-        self.server = ThreadingHTTPServer((host, port), handler)
-        self.server.daemon_threads = True
+        self.server = _Server((host, port), handler)
         self.server.verbose = verbose  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self.server.serve_forever, name="api", daemon=True)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -17,6 +18,7 @@ from devstack.streams import FailureDestination, StreamPoller
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".devstack"
+RUNNING = STATE / "running.json"  # where `python -m devstack invoke` finds a running stack
 
 log = logging.getLogger("devstack")
 
@@ -84,7 +86,9 @@ class Stack:
         stream_arns = create_tables(client, spec)
         os.environ.update(spec.environment())
 
-        streams_endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") or os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
+        streams_endpoint = (
+            os.environ.get("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") or os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
+        )
         streams = boto3.client("dynamodbstreams", endpoint_url=streams_endpoint)
         for consumer in spec.stream_consumers():
             destination = FailureDestination(
@@ -98,11 +102,22 @@ class Stack:
 
         self.api = ApiServer(Gateway(spec.routes()), self.host, self.port, self.verbose)
         self.api.start()
+        STATE.mkdir(parents=True, exist_ok=True)
+        RUNNING.write_text(
+            json.dumps(
+                {
+                    "dynamodb": os.environ["AWS_ENDPOINT_URL_DYNAMODB"],
+                    "tablePrefix": self.table_prefix,
+                    "api": self.url,
+                }
+            )
+        )
         return self
 
     def stop(self) -> None:
         if self.api is not None:
             self.api.stop()
+            RUNNING.unlink(missing_ok=True)
         for poller in self.pollers:
             poller.stop()
         if self.dynamodb is not None:

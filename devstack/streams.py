@@ -101,7 +101,11 @@ class FailureDestination:
             self.fallback.parent.mkdir(parents=True, exist_ok=True)
             with open(self.fallback, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(message) + "\n")
-        log.error("%s: %d stream record(s) failed every retry; sent to the on-failure destination", consumer, len(records))
+        log.error(
+            "%s: %d stream record(s) failed every retry; sent to the on-failure destination",
+            consumer,
+            len(records),
+        )
 
 
 class StreamPoller:
@@ -184,7 +188,9 @@ class StreamPoller:
         if not state.pending:
             return False
         batch, state.pending = state.pending, []
-        wanted = [r for r in batch if not self.consumer.filters or any(matches(p, r) for p in self.consumer.filters)]
+        wanted = [
+            r for r in batch if not self.consumer.filters or any(matches(p, r) for p in self.consumer.filters)
+        ]
         if wanted:
             self._deliver(state.shard_id, wanted)
         return True

@@ -37,7 +37,7 @@ def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> _Ta
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
     else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type,unused-ignore]
     return _Tag(suffix, value)
 
 
@@ -128,9 +128,7 @@ class Template:
                 p = event["Properties"]
                 stream = p["Stream"]
                 table = stream.value.split(".")[0] if isinstance(stream, _Tag) else str(stream)
-                patterns = [
-                    json.loads(f["Pattern"]) for f in p.get("FilterCriteria", {}).get("Filters", [])
-                ]
+                patterns = [json.loads(f["Pattern"]) for f in p.get("FilterCriteria", {}).get("Filters", [])]
                 destination = p.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
                 code_dir, handler = self._code(properties)
                 consumers.append(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ class TickingClock:
     """A clock that moves one millisecond forward every time it is read."""
 
     def __init__(self) -> None:
-        self.moment = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+        self.moment = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         self.moment += timedelta(milliseconds=1)

@@ -25,7 +25,9 @@ pytestmark = pytest.mark.integration
 
 MEMBERS = [f"m{i}" for i in range(9)] + ["M.9", "a@b", "z~"]
 # Few distinct values, so that ties (at page edges too) are common; decimals and negatives.
-values = st.sampled_from([Decimal(v) for v in ("0", "1", "-1", "2.5", "2.50", "-3.75", "10", "82.3", "0.001")])
+values = st.sampled_from(
+    [Decimal(v) for v in ("0", "1", "-1", "2.5", "2.50", "-3.75", "10", "82.3", "0.001")]
+)
 
 
 @dataclass

@@ -35,9 +35,9 @@ def test_write_sharding_lab_top_three(service: LeaderboardService) -> None:
 
     # Then it is image 006, then 004, then 005
     assert [(e.rank, e.member_id, e.score) for e in page.entries] == [
-        (1, "img-006.jpg", 94),
-        (2, "img-004.jpg", 83),
-        (3, "img-005.jpg", 52),
+        (1, "img-006.jpg", Decimal(94)),
+        (2, "img-004.jpg", Decimal(83)),
+        (3, "img-005.jpg", Decimal(52)),
     ]
     assert page.next_cursor is not None
 

@@ -13,9 +13,11 @@ from podium.keys import Cursor, RankOrder, decode_decimal, encode_decimal, shard
 
 # Scores as the API admits them: up to 38 significant digits, abs < 1e30.
 scores = st.decimals(allow_nan=False, allow_infinity=False, places=None).filter(
-    lambda d: abs(d) < Decimal("1e30")
-    and (d.is_zero() or d.adjusted() >= -130)
-    and len(d.normalize().as_tuple().digits) <= 38
+    lambda d: (
+        abs(d) < Decimal("1e30")
+        and (d.is_zero() or d.adjusted() >= -130)
+        and len(d.normalize().as_tuple().digits) <= 38
+    )
 )
 member_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,20}", fullmatch=True)
 

@@ -32,7 +32,7 @@ def error_response(status: int, code: str, message: str) -> Response[str]:
 def create_app() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver()
 
-    @app.exception_handler(PodiumError)
+    @app.exception_handler(PodiumError)  # type: ignore[untyped-decorator]
     def domain_error(error: PodiumError) -> Response[str]:
         if error.status >= 500:
             logger.exception("request failed")
@@ -44,7 +44,7 @@ def create_app() -> APIGatewayRestResolver:
         method = app.current_event.http_method
         return error_response(404, "NotFound", f"no route for {method} {path}")
 
-    @app.exception_handler(Exception)
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
     def unexpected(_: Exception) -> Response[str]:
         logger.exception("unhandled error")
         return error_response(500, "InternalError", "the request failed on our side; it changed nothing")

@@ -36,7 +36,9 @@ def _idempotent_runner() -> tuple[Any, Callable[..., dict[str, Any]]]:
         expires_after_seconds=KEY_TTL_SECONDS,
     )
 
-    @idempotent_function(data_keyword_argument="request", persistence_store=persistence, config=config)
+    @idempotent_function(  # type: ignore[untyped-decorator]
+        data_keyword_argument="request", persistence_store=persistence, config=config
+    )
     def run(request: dict[str, str], operation: Operation) -> dict[str, Any]:
         return operation()
 
@@ -70,6 +72,4 @@ def run_once(
             "this Idempotency-Key was already used with a different body; use a new key"
         ) from error
     except IdempotencyAlreadyInProgressError as error:
-        raise Conflict(
-            "a request with this Idempotency-Key is still being applied; retry shortly"
-        ) from error
+        raise Conflict("a request with this Idempotency-Key is still being applied; retry shortly") from error

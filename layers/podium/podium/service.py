@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
 from typing import Any
@@ -41,7 +41,7 @@ MAX_WRITE_ATTEMPTS = 64
 
 
 def system_clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def to_microseconds(moment: datetime) -> int:
@@ -190,9 +190,7 @@ class LeaderboardService:
         return sum(self.store.gather(lambda p: self.store.count_index(p, below=bound), partitions))
 
     def _count_between(self, partitions: list[str], low: str, high: str) -> int:
-        return sum(
-            self.store.gather(lambda p: self.store.count_index(p, between=(low, high)), partitions)
-        )
+        return sum(self.store.gather(lambda p: self.store.count_index(p, between=(low, high)), partitions))
 
     def top(self, board_id: str, limit: int, cursor_text: str | None, with_data: bool) -> Page:
         board = self.get_board(board_id)
@@ -212,7 +210,9 @@ class LeaderboardService:
             try:
                 previous_score, _ = order.parse(cursor.sort_key)
             except (ValueError, IndexError) as error:
-                raise ValidationError("cursor is not valid: pass the nextCursor of a previous page") from error
+                raise ValidationError(
+                    "cursor is not valid: pass the nextCursor of a previous page"
+                ) from error
             previous = (previous_score, cursor.rank)
             first_position = cursor.position + 1
         ranked = assign_ranks(
@@ -272,10 +272,10 @@ class LeaderboardService:
             )
 
         found = self.store.gather(neighbours, partitions)
-        above = merge_shards([[k for k in reversed(b)] for b, _ in found], 10**9)
+        above = merge_shards([list(reversed(b)) for b, _ in found], 10**9)
         below = merge_shards([a for _, a in found], reach)
         take_above, take_below = around_window(above, below, radius)
-        window_keys = above[len(above) - take_above :] + [me.sort_key] + below[:take_below]
+        window_keys = [*above[len(above) - take_above :], me.sort_key, *below[:take_below]]
         entries = decode(order, window_keys)
         my_position = 1 + self._count_below(partitions, me.sort_key)
         first = entries[0]
@@ -306,10 +306,7 @@ class LeaderboardService:
         order = settings.rank_order
         states = self.store.get_scores(board_id, member_ids, ALL_TIME)
         entries = sorted(
-            (
-                IndexEntry(order.sort_key(s.score, m, s.reached_at_us), m, s.score)
-                for m, s in states.items()
-            ),
+            (IndexEntry(order.sort_key(s.score, m, s.reached_at_us), m, s.score) for m, s in states.items()),
             key=lambda e: e.sort_key,
         )
         if not entries:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -86,7 +86,7 @@ def parse_member_pk(pk: str) -> tuple[str, str]:
 
 
 def _timestamp(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _parse_timestamp(text: str) -> datetime:
@@ -264,9 +264,7 @@ class Store:
             _score_from_item(score) if score else None,
         )
 
-    def get_scores(
-        self, board_id: str, member_ids: Sequence[str], period: str
-    ) -> dict[str, ScoreState]:
+    def get_scores(self, board_id: str, member_ids: Sequence[str], period: str) -> dict[str, ScoreState]:
         keys = [score_key(board_id, member_id, period) for member_id in member_ids]
         items = self._batch_get(keys, consistent=True)
         scores = {}
@@ -352,7 +350,7 @@ class Store:
         values: dict[str, Any] = {":u": {"S": _timestamp(now)}}
         if data is not None:
             values[":d"] = {"S": numbers.dumps(data)}
-        profile_update: dict[str, Any] = {
+        profile_update: Any = {
             "TableName": self.table,
             "Key": profile_key(board_id, member_id),
             "UpdateExpression": f"SET {names}",
@@ -376,7 +374,7 @@ class Store:
                 self.client.transact_write_items(
                     TransactItems=[
                         {"Update": profile_update},
-                        {"Put": self._score_put(board_id, settings, member_id, state, period, expected)},
+                        {"Put": self._score_put(board_id, settings, member_id, state, period, expected)},  # type: ignore[typeddict-item]
                     ]
                 )
         except ClientError as error:
@@ -431,9 +429,7 @@ class Store:
             "s": _serializer.serialize(state.score),
             "v": {"N": str(state.version)},
             "t": {"N": str(state.reached_at_us)},
-            "rpk": {
-                "S": rank_partition_key(board_id, period, shard_of(member_id, settings.shards))
-            },
+            "rpk": {"S": rank_partition_key(board_id, period, shard_of(member_id, settings.shards))},
             "rsk": {"S": order.sort_key(state.score, member_id, state.reached_at_us)},
         }
 
@@ -579,9 +575,7 @@ class Store:
 
         def fetch(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
             items: list[dict[str, Any]] = []
-            request: dict[str, Any] = {
-                self.table: {"Keys": chunk, "ConsistentRead": consistent}
-            }
+            request: dict[str, Any] = {self.table: {"Keys": chunk, "ConsistentRead": consistent}}
             delay = 0.01
             while request:
                 with _translate_throttling():

@@ -10,7 +10,7 @@ from typing import Any
 
 from podium import numbers
 from podium.errors import PayloadTooLarge, ValidationError
-from podium.models import DEFAULT_SHARDS, MAX_SHARDS, ORDERS, OPERATORS, TIE_BREAKS, BoardSettings
+from podium.models import DEFAULT_SHARDS, MAX_SHARDS, OPERATORS, ORDERS, TIE_BREAKS, BoardSettings
 
 BOARD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MEMBER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,199}")
@@ -24,9 +24,7 @@ MAX_RANKS_IDS = 100
 
 def board_id(value: str) -> str:
     if not BOARD_ID.fullmatch(value):
-        raise ValidationError(
-            "boardId must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ (1 to 128 characters)"
-        )
+        raise ValidationError("boardId must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ (1 to 128 characters)")
     return value
 
 

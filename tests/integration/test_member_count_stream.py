@@ -1,0 +1,86 @@
+"""memberCount from the real change stream of DynamoDB Local, applied exactly once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import boto3
+import pytest
+
+from devstack import template as template_module
+from devstack.functions import LambdaContext, load_handler
+from devstack.streams import lambda_record
+from podium import config
+from podium import service as service_module
+from podium import store as store_module
+from podium.config import Settings
+from podium.service import LeaderboardService
+from podium.validation import board_request, member_request
+from tests.helpers import unique_id
+
+pytestmark = pytest.mark.integration
+
+
+def _stream_records(client: Any, endpoint: str, table: str) -> list[dict[str, Any]]:
+    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint)
+    arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            response = streams.get_records(ShardIterator=iterator, Limit=1000)
+            records.extend(lambda_record(dict(r), arn) for r in response["Records"])
+            if not response["Records"]:
+                break
+            iterator = response.get("NextShardIterator")
+    return records
+
+
+@pytest.fixture
+def counter_handler(
+    local_tables: Settings, dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    monkeypatch.setenv("TABLE_NAME", local_tables.table_name)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint)
+    for cached in (config.settings, store_module.default_store, service_module.default_service):
+        cached.cache_clear()
+    consumer = next(
+        c for c in template_module.read().stream_consumers() if c.function == "MemberCounterFunction"
+    )
+    yield load_handler("podium_function_member_counter_it", consumer.code_dir, consumer.handler)
+    for cached in (config.settings, store_module.default_store, service_module.default_service):
+        cached.cache_clear()
+
+
+def test_a_redelivered_batch_counts_once(
+    service: LeaderboardService,
+    local_tables: Settings,
+    dynamodb_client: Any,
+    dynamodb_endpoint: str,
+    counter_handler: Any,
+) -> None:
+    # Given three members added and one deleted on a new board
+    board = unique_id("counted")
+    service.put_board(board, board_request({}))
+    for member in ("a", "b", "c"):
+        service.put_member(board, member, member_request({"score": Decimal(1)}))
+    service.submit_score(board, "a", Decimal(5))
+    service.delete_member(board, "b")
+    records = [
+        r
+        for r in _stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
+        if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"M#{board}#")
+    ]
+
+    # When the stream's batch is delivered, and then delivered again
+    first = counter_handler({"Records": records}, LambdaContext("MemberCounterFunction"))
+    second = counter_handler({"Records": records}, LambdaContext("MemberCounterFunction"))
+
+    # Then no record failed, and the count is that of the members left: 2, not 4
+    assert first == {"batchItemFailures": []}
+    assert second == {"batchItemFailures": []}
+    assert service.get_board(board).member_count == 2
