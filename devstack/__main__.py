@@ -45,7 +45,9 @@ def invoke(args: argparse.Namespace) -> int:
     functions = {r.function: (r.code_dir, r.handler) for r in spec.routes()}
     functions.update({c.function: (c.code_dir, c.handler) for c in spec.stream_consumers()})
     if args.function not in functions:
-        print(f"no function {args.function} in template.yaml: {', '.join(sorted(functions))}", file=sys.stderr)
+        print(
+            f"no function {args.function} in template.yaml: {', '.join(sorted(functions))}", file=sys.stderr
+        )
         return 2
     code_dir, handler = functions[args.function]
     event = json.loads(Path(args.event).read_text())

@@ -53,3 +53,9 @@ def test_nan_and_infinity_literals_are_not_json() -> None:
 def test_addition_is_exact_beyond_the_default_context() -> None:
     a = Decimal("9999999999999999999999999999.99999999")
     assert numbers.add(a, Decimal("0.00000001")) == Decimal("10000000000000000000000000000")
+
+
+@pytest.mark.parametrize("text", ["999999999999999999999999999999", "-999999999999999999999999999999.5"])
+def test_scores_just_inside_the_magnitude_limit_are_accepted(text: str) -> None:
+    # abs() on a Decimal rounds to 28 digits; the bound check must not
+    assert numbers.check_score(Decimal(text), "score") == Decimal(text)

@@ -37,7 +37,7 @@ def check_score(value: Any, field: str) -> Decimal:
         raise ValidationError(f"{field} must be a finite number")
     if significant_digits(value) > MAX_SIGNIFICANT_DIGITS:
         raise ValidationError(f"{field} has more than {MAX_SIGNIFICANT_DIGITS} significant digits")
-    if abs(value) >= MAX_MAGNITUDE:
+    if value.copy_abs() >= MAX_MAGNITUDE:  # exact: abs() would round to 28 digits
         raise ValidationError(f"{field} must satisfy abs({field}) < 1e30")
     if not value.is_zero() and value.adjusted() < MIN_EXPONENT:
         raise ValidationError(f"{field} is too small: the smallest non-zero magnitude is 1e-130")
