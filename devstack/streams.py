@@ -25,6 +25,7 @@ from devstack.template import StreamConsumer
 log = logging.getLogger("devstack.streams")
 
 POLL_INTERVAL = 0.1
+RETRY_DELAY = 0.05  # grows with each attempt, up to a second
 
 
 def matches(pattern: Any, value: Any) -> bool:
@@ -126,6 +127,7 @@ class StreamPoller:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"stream-{consumer.function}", daemon=True)
         self.delivered = 0
+        self.retry_delay = RETRY_DELAY
 
     def start(self) -> None:
         self._discover()  # position the iterators now, so LATEST means "from start-up"
@@ -231,5 +233,5 @@ class StreamPoller:
                 if len(rest) > 1:
                     queue.insert(0, rest[1:])
                 continue
-            time.sleep(min(1.0, 0.05 * attempts[key]))
+            time.sleep(min(1.0, self.retry_delay * attempts[key]))
             queue.insert(0, rest)

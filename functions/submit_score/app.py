@@ -3,8 +3,10 @@
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.metrics import MetricUnit
 
 from podium import http, idempotency, numbers, validation
+from podium.log import metrics
 from podium.service import default_service
 
 app = http.create_app()
@@ -18,6 +20,7 @@ def submit_score(boardId: str, memberId: str) -> Response[str]:
 
     def apply() -> dict[str, Any]:
         change = default_service().submit_score(board_id, member_id, value)
+        metrics.add_metric(name="ScoreSubmitted", unit=MetricUnit.Count, value=1)
         return {"status": 200, "body": numbers.dumps(change.to_json())}
 
     answer = idempotency.run_once(
@@ -30,4 +33,4 @@ def submit_score(boardId: str, memberId: str) -> Response[str]:
     return Response(status_code=answer["status"], content_type=http.JSON, body=answer["body"])
 
 
-lambda_handler = http.entrypoint(app)
+lambda_handler = http.entrypoint(app, with_metrics=True)

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from podium import numbers, validation
 from podium.errors import PodiumError
-from podium.log import logger
+from podium.log import logger, metrics
 
 JSON = "application/json"
 
@@ -52,12 +52,20 @@ def create_app() -> APIGatewayRestResolver:
     return app
 
 
-def entrypoint(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    @logger.inject_lambda_context(clear_state=True)
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def entrypoint(app: APIGatewayRestResolver, *, with_metrics: bool = False) -> LambdaHandler:
+    """The function's handler: structured logs with the Lambda context, and (for the
+    functions that publish metrics) a flush of the metrics after each invocation."""
+
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return app.resolve(event, context)
 
-    return lambda_handler
+    handler: LambdaHandler = lambda_handler
+    if with_metrics:
+        handler = metrics.log_metrics(handler, capture_cold_start_metric=True)
+    return logger.inject_lambda_context(handler, clear_state=True)
 
 
 def path_board(app: APIGatewayRestResolver, raw: str) -> str:

@@ -1,0 +1,110 @@
+"""The local event source mapping: filters, partial failures, bisection, retry limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from devstack.streams import FailureDestination, StreamPoller, matches
+from devstack.template import read
+
+
+def _record(sequence: int, sk: str = "MEMBER", event: str = "INSERT") -> dict[str, Any]:
+    return {
+        "eventID": f"e{sequence}",
+        "eventName": event,
+        "dynamodb": {"Keys": {"pk": {"S": "M#b#m"}, "sk": {"S": sk}}, "SequenceNumber": f"{sequence:05d}"},
+    }
+
+
+class FakePool:
+    """Stands in for the function: fails the records whose numbers are in ``poison``."""
+
+    def __init__(self, poison: set[int], raise_instead: bool = False) -> None:
+        self.poison = poison
+        self.raise_instead = raise_instead
+        self.batches: list[list[str]] = []
+        self.done: list[str] = []
+
+    def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+        records = event["Records"]
+        self.batches.append([r["eventID"] for r in records])
+        failures = []
+        for record in records:
+            if int(record["eventID"][1:]) in self.poison:
+                if self.raise_instead:
+                    raise RuntimeError("poison record")
+                failures.append({"itemIdentifier": record["dynamodb"]["SequenceNumber"]})
+                break
+            self.done.append(record["eventID"])
+        return {"batchItemFailures": failures}
+
+
+def _poller(tmp_path: Path, pool: FakePool) -> tuple[StreamPoller, Path]:
+    consumer = next(c for c in read().stream_consumers() if c.function == "MemberCounterFunction")
+    failures = tmp_path / "failures.jsonl"
+    poller = StreamPoller(
+        consumer, "arn:stream", streams_client=None, destination=FailureDestination(None, None, failures)
+    )
+    poller.pool = pool  # type: ignore[assignment]
+    poller.retry_delay = 0
+    return poller, failures
+
+
+def test_the_template_filter_passes_member_inserts_and_removes_only() -> None:
+    consumer = next(c for c in read().stream_consumers() if c.function == "MemberCounterFunction")
+    [pattern] = consumer.filters
+    assert matches(pattern, _record(1))
+    assert matches(pattern, _record(1, event="REMOVE"))
+    assert not matches(pattern, _record(1, event="MODIFY"))
+    assert not matches(pattern, _record(1, sk="SCORE#all"))
+
+
+def test_a_reported_failure_resumes_from_that_record(tmp_path: Path) -> None:
+    # Given a batch whose third record fails once and then succeeds
+    pool = FakePool(poison={3})
+    poller, _ = _poller(tmp_path, pool)
+    original = pool.invoke
+
+    def heal_after_first_failure(event: dict[str, Any]) -> dict[str, Any]:
+        result = original(event)
+        pool.poison.clear()
+        return result
+
+    pool.invoke = heal_after_first_failure  # type: ignore[method-assign]
+
+    # When the batch is delivered
+    poller._deliver("shard-1", [_record(i) for i in range(1, 6)])
+
+    # Then the retry starts at the failed record, and each record is done exactly once
+    assert pool.batches == [["e1", "e2", "e3", "e4", "e5"], ["e3", "e4", "e5"]]
+    assert pool.done == ["e1", "e2", "e3", "e4", "e5"]
+
+
+def test_a_poison_record_goes_to_the_destination_and_the_rest_go_on(tmp_path: Path) -> None:
+    # Given a record that always fails
+    pool = FakePool(poison={2})
+    poller, failures = _poller(tmp_path, pool)
+
+    # When the batch is delivered
+    poller._deliver("shard-1", [_record(i) for i in range(1, 5)])
+
+    # Then after the template's retry limit it lands in the on-failure destination once,
+    # and the records after it are processed
+    assert pool.done == ["e1", "e3", "e4"]
+    assert failures.read_text().count('"startSequenceNumber": "00002"') == 1
+    assert len(pool.batches) == 1 + poller.consumer.max_retries + 1
+
+
+def test_an_invocation_error_bisects_the_batch(tmp_path: Path) -> None:
+    # Given a function that raises on one record of a batch of four
+    pool = FakePool(poison={4}, raise_instead=True)
+    poller, failures = _poller(tmp_path, pool)
+
+    # When the batch is delivered
+    poller._deliver("shard-1", [_record(i) for i in range(1, 5)])
+
+    # Then the batch is split until the poison record stands alone, and only it fails
+    assert pool.batches[:3] == [["e1", "e2", "e3", "e4"], ["e1", "e2"], ["e3", "e4"]]
+    assert set(pool.done) == {"e1", "e2", "e3"}
+    assert failures.read_text().count('"startSequenceNumber": "00004"') == 1
