@@ -13,6 +13,16 @@ import requests
 
 T = TypeVar("T")
 
+# The write-sharding lab's example: views per image. Its top 3 is 006, 004, 005.
+IMAGE_VIEWS = {
+    "img-001.jpg": 27,
+    "img-002.jpg": 23,
+    "img-003.jpg": 16,
+    "img-004.jpg": 83,
+    "img-005.jpg": 52,
+    "img-006.jpg": 94,
+}
+
 
 def unique_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.helpers import decimal_json, eventually, unique_id
+from tests.helpers import IMAGE_VIEWS, decimal_json, eventually, unique_id
 
 pytestmark = pytest.mark.e2e
 
@@ -24,15 +24,7 @@ ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 BOARD_FIELDS = {"boardId", "order", "operator", "tieBreak", "shards", "title", "memberCount", "createdAt"}
 MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "createdAt", "updatedAt"}
 
-# The image-views example of the write-sharding lab.
-IMAGES = {
-    "img-001.jpg": 27,
-    "img-002.jpg": 23,
-    "img-003.jpg": 16,
-    "img-004.jpg": 83,
-    "img-005.jpg": 52,
-    "img-006.jpg": 94,
-}
+IMAGES = IMAGE_VIEWS
 IMAGES_IN_ORDER = ["img-006.jpg", "img-004.jpg", "img-005.jpg", "img-001.jpg", "img-002.jpg", "img-003.jpg"]
 
 

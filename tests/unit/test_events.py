@@ -23,19 +23,12 @@ import podium.store
 from devstack import template
 from devstack.functions import Handler, LambdaContext, load_handler
 from podium.config import Settings
+from tests.helpers import IMAGE_VIEWS
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS_DIR = ROOT / "events"
 BOARD_ID = "images"
-# The image example of the references: views per image, owned by ana.
-SCORES = {
-    "img-001.jpg": 27,
-    "img-002.jpg": 23,
-    "img-003.jpg": 16,
-    "img-004.jpg": 83,
-    "img-005.jpg": 52,
-    "img-006.jpg": 94,
-}
+SCORES = IMAGE_VIEWS  # the image example of the references, owned by ana
 DATA = {"owner": "ana"}
 BOARD_FIELDS = {"boardId", "order", "operator", "tieBreak", "shards", "title", "memberCount", "createdAt"}
 MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "createdAt", "updatedAt"}

@@ -163,8 +163,6 @@ class Store:
 
     def create_board(self, board: Board) -> bool:
         """Create the board and its catalog entry; False when it already exists."""
-        from botocore.exceptions import ClientError
-
         s = board.settings
         item: dict[str, Any] = {
             **board_key(board.board_id),
@@ -180,30 +178,8 @@ class Store:
         }
         if board.title is not None:
             item["title"] = {"S": board.title}
-        try:
-            with _translate_throttling():
-                self.client.transact_write_items(
-                    TransactItems=[
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": item,
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": {"pk": {"S": "CATALOG"}, "sk": {"S": board.board_id}},
-                            }
-                        },
-                    ]
-                )
-        except ClientError as error:
-            if "ConditionalCheckFailed" in _cancellation_codes(error):
-                return False
-            raise
-        return True
+        catalog_entry = {"pk": {"S": "CATALOG"}, "sk": {"S": board.board_id}}
+        return self._create_together([item], also=[catalog_entry])
 
     def set_board_title(self, board_id: str, title: str) -> None:
         with _translate_throttling():
@@ -294,8 +270,6 @@ class Store:
         now: datetime,
     ) -> bool:
         """Create the profile and score items together; False when the member exists."""
-        from botocore.exceptions import ClientError
-
         profile = {
             **profile_key(board_id, member_id),
             "data": {"S": numbers.dumps(data)},
@@ -306,31 +280,7 @@ class Store:
             **score_key(board_id, member_id, period),
             **self._score_attributes(board_id, settings, member_id, state, period),
         }
-        try:
-            with _translate_throttling():
-                self.client.transact_write_items(
-                    TransactItems=[
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": profile,
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": score,
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                    ]
-                )
-        except ClientError as error:
-            if "ConditionalCheckFailed" in _cancellation_codes(error):
-                return False
-            raise
-        return True
+        return self._create_together([profile, score])
 
     def update_member(
         self,
@@ -565,6 +515,33 @@ class Store:
         return True
 
     # -- helpers ----------------------------------------------------------------------
+
+    def _create_together(
+        self, new_items: list[dict[str, Any]], also: list[dict[str, Any]] | None = None
+    ) -> bool:
+        """Put ``new_items`` (each only if absent) and ``also`` in one transaction;
+        False, writing nothing, when any of ``new_items`` exists already."""
+        from botocore.exceptions import ClientError
+
+        puts: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": item,
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            for item in new_items
+        ]
+        puts += [{"Put": {"TableName": self.table, "Item": item}} for item in also or []]
+        try:
+            with _translate_throttling():
+                self.client.transact_write_items(TransactItems=puts)
+        except ClientError as error:
+            if "ConditionalCheckFailed" in _cancellation_codes(error):
+                return False
+            raise
+        return True
 
     def _batch_get(
         self, keys: list[dict[str, Any]], *, consistent: bool
