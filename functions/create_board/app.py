@@ -11,7 +11,7 @@ app = http.create_app()
 @app.put("/boards/<boardId>")
 def create_board(boardId: str) -> Response[str]:
     board_id = http.path_board(app, boardId)
-    request = validation.board_request(http.body(app))
+    request = validation.board_request(http.body(app), own_id=board_id)
     board, created = default_service().put_board(board_id, request)
     return http.json_response(201 if created else 200, board.to_json())
 

@@ -49,7 +49,7 @@ def counter_handler(
     for cached in (config.settings, store_module.default_store, service_module.default_service):
         cached.cache_clear()
     consumer = next(
-        c for c in template_module.read().stream_consumers() if c.function == "MemberCounterFunction"
+        c for c in template_module.read().stream_consumers() if c.function == "AggregatorFunction"
     )
     yield load_handler("podium_function_member_counter_it", consumer.code_dir, consumer.handler)
     for cached in (config.settings, store_module.default_store, service_module.default_service):
@@ -77,8 +77,8 @@ def test_a_redelivered_batch_counts_once(
     ]
 
     # When the stream's batch is delivered, and then delivered again
-    first = counter_handler({"Records": records}, LambdaContext("MemberCounterFunction"))
-    second = counter_handler({"Records": records}, LambdaContext("MemberCounterFunction"))
+    first = counter_handler({"Records": records}, LambdaContext("AggregatorFunction"))
+    second = counter_handler({"Records": records}, LambdaContext("AggregatorFunction"))
 
     # Then no record failed, and the count is that of the members left: 2, not 4
     assert first == {"batchItemFailures": []}

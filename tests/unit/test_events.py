@@ -22,6 +22,7 @@ import podium.service
 import podium.store
 from devstack import template
 from devstack.functions import Handler, LambdaContext, load_handler
+from devstack.streams import matches
 from podium.config import Settings
 from tests.helpers import IMAGE_VIEWS
 
@@ -188,21 +189,21 @@ def test_api_event_is_a_rest_proxy_event_for_its_route(name: str) -> None:
         assert isinstance(json.loads(event["body"]), dict)
 
 
-def test_member_counter_event_is_a_dynamodb_stream_insert_of_a_member() -> None:
-    # Given the stream filter of the template
+def test_stream_events_pass_their_consumers_filters() -> None:
+    # Given the stream filters of the template
     spec = template.read("unit-")
-    (consumer,) = spec.stream_consumers()
+    for consumer in spec.stream_consumers():
+        # When reading the consumer's sample event
+        records = load_event(consumer.code_dir.name)["Records"]
 
-    # When reading the sample event
-    (record,) = load_event("member_counter")["Records"]
-
-    # Then every record passes the event source mapping's filter
-    pattern = consumer.filters[0]
-    assert record["eventName"] in pattern["eventName"]
-    assert record["dynamodb"]["Keys"]["sk"]["S"] in pattern["dynamodb"]["Keys"]["sk"]["S"]
-    assert record["eventSource"] == "aws:dynamodb"
-    assert record["dynamodb"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
-    assert re.fullmatch(r"arn:aws:dynamodb:[\w-]+:\d{12}:table/.+/stream/.+", record["eventSourceARN"])
+        # Then every record passes the event source mapping's filter
+        for record in records:
+            assert any(matches(pattern, record) for pattern in consumer.filters), record
+            assert record["eventSource"] == "aws:dynamodb"
+            assert record["dynamodb"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+            assert re.fullmatch(
+                r"arn:aws:dynamodb:[\w-]+:\d{12}:table/.+/stream/.+", record["eventSourceARN"]
+            )
 
 
 # -- boards ---------------------------------------------------------------------------------
@@ -405,14 +406,14 @@ def test_ranks(invoke: Invoke, images: None) -> None:
 # -- the stream consumer --------------------------------------------------------------------
 
 
-def test_member_counter_counts_a_record_once(invoke: Invoke, board: None) -> None:
+def test_aggregator_counts_a_record_once(invoke: Invoke, board: None) -> None:
     # Given the images board, with no members counted
     before = decimal_body(invoke("get_board"))["memberCount"]
 
     # When the stream event is delivered, and then delivered again
-    first = invoke("member_counter")
+    first = invoke("aggregator")
     after_first = decimal_body(invoke("get_board"))["memberCount"]
-    again = invoke("member_counter")
+    again = invoke("aggregator")
     after_again = decimal_body(invoke("get_board"))["memberCount"]
 
     # Then the new member is counted once, and no record is reported as failed
@@ -420,3 +421,54 @@ def test_member_counter_counts_a_record_once(invoke: Invoke, board: None) -> Non
     assert again == {"batchItemFailures": []}
     assert after_first == before + 1
     assert after_again == after_first
+
+
+# -- rivals, the inbox and the notifier -----------------------------------------------------
+
+
+def test_rivals_are_replaced_and_read_back(invoke: Invoke, images: None) -> None:
+    # When img-001.jpg follows two rivals, with the sample event
+    response = invoke("put_rivals")
+
+    # Then the list comes back in the order given, and GET returns the same
+    assert response["statusCode"] == 200, response["body"]
+    assert decimal_body(response) == {"memberIds": ["img-006.jpg", "img-004.jpg"]}
+    assert decimal_body(invoke("get_rivals")) == {"memberIds": ["img-006.jpg", "img-004.jpg"]}
+
+
+def test_notifications_of_a_quiet_member_are_empty(invoke: Invoke, images: None) -> None:
+    response = invoke("notifications")
+    assert response["statusCode"] == 200, response["body"]
+    assert decimal_body(response) == {"notifications": [], "nextCursor": None}
+
+
+def test_notifier_tells_a_follower_it_was_overtaken_once(
+    invoke: Invoke, images: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given img-004.jpg (83) follows img-001.jpg, and an SNS topic to publish to
+    import boto3
+
+    sns = boto3.client("sns", region_name="us-east-1")
+    topic = sns.create_topic(Name="unit-NotificationTopic")["TopicArn"]
+    monkeypatch.setenv("NOTIFICATION_TOPIC_ARN", topic)
+    _clear_singletons()
+    rivals_event = load_event("put_rivals")
+    rivals_event["path"] = rivals_event["path"].replace("img-001.jpg", "img-004.jpg")
+    rivals_event["pathParameters"] = {"boardId": "images", "memberId": "img-004.jpg"}
+    rivals_event["body"] = json.dumps({"memberIds": ["img-001.jpg"]})
+    assert invoke("put_rivals", rivals_event)["statusCode"] == 200
+
+    # When the sample record (img-001.jpg from 27 to 95) is delivered twice
+    first = invoke("notifier")
+    again = invoke("notifier")
+
+    # Then img-004.jpg has exactly one overtaken notification
+    assert first == {"batchItemFailures": []}
+    assert again == {"batchItemFailures": []}
+    inbox_event = load_event("notifications")
+    inbox_event["path"] = inbox_event["path"].replace("img-001.jpg", "img-004.jpg")
+    inbox_event["pathParameters"] = {"boardId": "images", "memberId": "img-004.jpg"}
+    inbox = decimal_body(invoke("notifications", inbox_event))["notifications"]
+    assert [(n["type"], n["byMemberId"], n["score"], n["byScore"]) for n in inbox] == [
+        ("overtaken", "img-001.jpg", Decimal(83), Decimal(95))
+    ]

@@ -41,7 +41,7 @@ class FakePool:
 
 
 def _poller(tmp_path: Path, pool: FakePool) -> tuple[StreamPoller, Path]:
-    consumer = next(c for c in read().stream_consumers() if c.function == "MemberCounterFunction")
+    consumer = next(c for c in read().stream_consumers() if c.function == "AggregatorFunction")
     failures = tmp_path / "failures.jsonl"
     poller = StreamPoller(
         consumer, "arn:stream", streams_client=None, destination=FailureDestination(None, None, failures)
@@ -51,13 +51,22 @@ def _poller(tmp_path: Path, pool: FakePool) -> tuple[StreamPoller, Path]:
     return poller, failures
 
 
-def test_the_template_filter_passes_member_inserts_and_removes_only() -> None:
-    consumer = next(c for c in read().stream_consumers() if c.function == "MemberCounterFunction")
-    [pattern] = consumer.filters
-    assert matches(pattern, _record(1))
-    assert matches(pattern, _record(1, event="REMOVE"))
-    assert not matches(pattern, _record(1, event="MODIFY"))
-    assert not matches(pattern, _record(1, sk="SCORE#all"))
+def test_the_template_filters_pass_what_each_consumer_needs() -> None:
+    consumers = {c.function: c for c in read().stream_consumers()}
+
+    def passes(function: str, record: dict[str, Any]) -> bool:
+        return any(matches(p, record) for p in consumers[function].filters)
+
+    # The aggregator: member births and deaths, and score writes (for rollups)
+    assert passes("AggregatorFunction", _record(1))
+    assert passes("AggregatorFunction", _record(1, event="REMOVE"))
+    assert not passes("AggregatorFunction", _record(1, event="MODIFY"))
+    assert passes("AggregatorFunction", _record(1, sk="SCORE#all", event="MODIFY"))
+    assert not passes("AggregatorFunction", _record(1, sk="SCORE#all", event="REMOVE"))
+    assert not passes("AggregatorFunction", _record(1, sk="RIVALS"))
+    # The notifier: every score change, removals included (a deleted leader)
+    assert passes("NotifierFunction", _record(1, sk="SCORE#all", event="REMOVE"))
+    assert not passes("NotifierFunction", _record(1))
 
 
 def test_a_reported_failure_resumes_from_that_record(tmp_path: Path) -> None:

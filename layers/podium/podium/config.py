@@ -12,6 +12,7 @@ class Settings:
     table_name: str
     idempotency_table_name: str
     rank_index_name: str = "RankIndex"
+    notification_topic_arn: str = ""
     shard_query_concurrency: int = 32
 
     @classmethod
@@ -24,6 +25,7 @@ class Settings:
             table_name=table,
             idempotency_table_name=os.environ.get("IDEMPOTENCY_TABLE_NAME", ""),
             rank_index_name=os.environ.get("RANK_INDEX_NAME", "RankIndex"),
+            notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN", ""),
             shard_query_concurrency=int(os.environ.get("SHARD_QUERY_CONCURRENCY", "32")),
         )
 

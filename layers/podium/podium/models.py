@@ -151,3 +151,34 @@ class ScoreChange:
 class BoardList:
     boards: list[Board] = field(default_factory=list)
     next_cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One entry of a member's inbox; its id is derived from the stream record that caused
+    it, so a record delivered twice yields the same notification, stored once."""
+
+    notification_id: str
+    type: str
+    board_id: str
+    member_id: str
+    by_member_id: str
+    score: Decimal
+    by_score: Decimal
+    created_us: int
+
+    @property
+    def created_at(self) -> datetime:
+        return datetime.fromtimestamp(self.created_us / 1_000_000, tz=UTC)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.notification_id,
+            "type": self.type,
+            "boardId": self.board_id,
+            "memberId": self.member_id,
+            "byMemberId": self.by_member_id,
+            "score": self.score,
+            "byScore": self.by_score,
+            "createdAt": iso(self.created_at),
+        }

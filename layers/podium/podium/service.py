@@ -7,6 +7,7 @@ through ``podium.store``.
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from podium.models import (
     BoardSettings,
     IndexEntry,
     Member,
+    Notification,
     Page,
     RankedEntry,
     ScoreChange,
@@ -72,6 +74,10 @@ class LeaderboardService:
         """Create the board (True) or confirm it exists with the same settings (False)."""
         existing = self.store.get_board(board_id, consistent=True)
         if existing is None:
+            for target in request.settings.rollup_to:
+                # Targets must exist first; as settings never change, no cycle can form.
+                if self.store.get_board(target, consistent=True) is None:
+                    raise ValidationError(f"rollupTo target {target} does not exist: create it first")
             board = Board(board_id, request.settings, request.title, self.clock())
             if self.store.create_board(board):
                 return board, True
@@ -180,6 +186,36 @@ class LeaderboardService:
                 continue
             return ScoreChange(member_id, new_score, state.score)
         raise Conflict(f"member {member_id} is being changed by many writers at once; retry")
+
+    # -- rivals and notifications -----------------------------------------------------
+
+    def _require_member(self, board_id: str, member_id: str) -> None:
+        self.board_settings(board_id)
+        profile, _ = self.store.get_member(board_id, member_id, ALL_TIME)
+        if profile is None:
+            raise NotFound(f"member {member_id} does not exist on board {board_id}")
+
+    def put_rivals(self, board_id: str, member_id: str, rivals: list[str]) -> list[str]:
+        self._require_member(board_id, member_id)
+        previous = self.store.get_rivals(board_id, member_id) or []
+        self.store.put_rivals(board_id, member_id, rivals, previous)
+        return rivals
+
+    def get_rivals(self, board_id: str, member_id: str) -> list[str]:
+        self._require_member(board_id, member_id)
+        return self.store.get_rivals(board_id, member_id) or []
+
+    def notifications(
+        self, board_id: str, member_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[Notification], str | None]:
+        self._require_member(board_id, member_id)
+        before = None
+        if cursor is not None:
+            if not re.fullmatch(r"\d{17}#[0-9a-f]{1,64}", cursor):
+                raise ValidationError("cursor is not valid: pass the nextCursor of a previous page")
+            before = cursor
+        now_s = int(self.clock().timestamp())
+        return self.store.list_notifications(board_id, member_id, limit, before, now_s)
 
     # -- rankings ---------------------------------------------------------------------
 

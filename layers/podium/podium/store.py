@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache, cached_property
@@ -35,7 +36,7 @@ from podium import numbers
 from podium.config import Settings
 from podium.errors import Throttled
 from podium.keys import SEPARATOR, rank_partition_key, shard_of
-from podium.models import Board, BoardSettings, ScoreState
+from podium.models import Board, BoardSettings, Notification, ScoreState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -61,6 +62,28 @@ class VersionConflict(Exception):
 
 class ItemMissing(Exception):
     """The item a conditional write expected is not there (deleted meanwhile)."""
+
+
+class AlreadyApplied(Exception):
+    """The mark of this stream record's effect exists: it was applied before."""
+
+
+def mark_item(key: str) -> dict[str, Any]:
+    """An item whose existence says "this effect was applied"; it expires after the
+    stream's 24-hour retention, when no redelivery can come any more."""
+    expires = int(time.time()) + STREAM_MARK_TTL_SECONDS
+    return {"pk": {"S": key}, "sk": {"S": "APPLIED"}, "ttl": {"N": str(expires)}}
+
+
+@dataclass(frozen=True)
+class LeaderState:
+    """The board's leader as the notifier last saw it, and notifications still to deliver."""
+
+    member_id: str | None
+    sort_key: str | None
+    score: Decimal | None
+    version: int
+    pending: list[Notification]
 
 
 def board_key(board_id: str) -> dict[str, Any]:
@@ -268,8 +291,10 @@ class Store:
         state: ScoreState,
         period: str,
         now: datetime,
+        mark: str | None = None,
     ) -> bool:
-        """Create the profile and score items together; False when the member exists."""
+        """Create the profile and score items together (with ``mark``, the mark of the
+        stream record that causes it); False, writing nothing, when any exists."""
         profile = {
             **profile_key(board_id, member_id),
             "data": {"S": numbers.dumps(data)},
@@ -280,7 +305,7 @@ class Store:
             **score_key(board_id, member_id, period),
             **self._score_attributes(board_id, settings, member_id, state, period),
         }
-        return self._create_together([profile, score])
+        return self._create_together([profile, score] + ([mark_item(mark)] if mark else []))
 
     def update_member(
         self,
@@ -343,15 +368,41 @@ class Store:
         expected_version: int,
         state: ScoreState,
         period: str,
+        mark: str | None = None,
     ) -> None:
-        """Replace the score item if it still has ``expected_version`` (optimistic locking)."""
+        """Replace the score item if it still has ``expected_version`` (optimistic locking).
+
+        With ``mark``, the mark of the stream record that causes the change is written in
+        the same transaction, so the change is applied once (else AlreadyApplied)."""
         from botocore.exceptions import ClientError
 
+        put: Any = self._score_put(board_id, settings, member_id, state, period, expected_version)
+        if mark is not None:
+            try:
+                with _translate_throttling():
+                    self.client.transact_write_items(
+                        TransactItems=[
+                            {
+                                "Put": {
+                                    "TableName": self.table,
+                                    "Item": mark_item(mark),
+                                    "ConditionExpression": "attribute_not_exists(pk)",
+                                }
+                            },
+                            {"Put": put},
+                        ]
+                    )
+            except ClientError as error:
+                codes = _cancellation_codes(error)
+                if codes and codes[0] == "ConditionalCheckFailed":
+                    raise AlreadyApplied(mark) from error
+                if "ConditionalCheckFailed" in codes:
+                    raise VersionConflict(member_id) from error
+                raise
+            return
         try:
             with _translate_throttling():
-                self.client.put_item(
-                    **self._score_put(board_id, settings, member_id, state, period, expected_version)
-                )
+                self.client.put_item(**put)
         except ClientError as error:
             if _error_code(error) == "ConditionalCheckFailedException":
                 raise VersionConflict(member_id) from error
@@ -478,7 +529,6 @@ class Store:
         record was applied before (a redelivery)."""
         from botocore.exceptions import ClientError
 
-        expires = int(time.time()) + STREAM_MARK_TTL_SECONDS
         try:
             with _translate_throttling():
                 self.client.transact_write_items(
@@ -486,11 +536,7 @@ class Store:
                         {
                             "Put": {
                                 "TableName": self.table,
-                                "Item": {
-                                    "pk": {"S": f"STREAM#{event_id}"},
-                                    "sk": {"S": "APPLIED"},
-                                    "ttl": {"N": str(expires)},
-                                },
+                                "Item": mark_item(f"STREAM#{event_id}"),
                                 "ConditionExpression": "attribute_not_exists(pk)",
                             }
                         },
@@ -513,6 +559,239 @@ class Store:
                 return False  # the board is gone: nothing to count
             raise
         return True
+
+    # -- rollups ----------------------------------------------------------------------
+
+    def rollup_state(
+        self, board_id: str, member_id: str, period: str, mark: str
+    ) -> tuple[bool, ScoreState | None]:
+        """Whether ``mark`` exists, and the member's score on the target board."""
+        key = score_key(board_id, member_id, period)
+        items = self._batch_get([key, {"pk": {"S": mark}, "sk": {"S": "APPLIED"}}], consistent=True)
+        score = items.get((key["pk"]["S"], key["sk"]["S"]))
+        return (mark, "APPLIED") in items, (_score_from_item(score) if score else None)
+
+    # -- rivals and the inbox ---------------------------------------------------------
+
+    def get_rivals(self, board_id: str, member_id: str) -> list[str] | None:
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table,
+                Key={"pk": {"S": member_pk(board_id, member_id)}, "sk": {"S": "RIVALS"}},
+                ConsistentRead=True,
+            )
+        item = response.get("Item")
+        return [v["S"] for v in item["ids"]["L"]] if item else None
+
+    def put_rivals(self, board_id: str, member_id: str, rivals: list[str], previous: list[str]) -> None:
+        """Replace the member's rivals. Follower edges (``F#{board}#{rival}`` / follower)
+        let one query find who follows a member; new edges are written before the list and
+        stale ones removed after it, and readers trust an edge only if the list agrees, so
+        a request that fails half-way changes nothing anyone can see."""
+        added = [r for r in rivals if r not in previous]
+        removed = [r for r in previous if r not in rivals]
+        self._batch_write(
+            [{"PutRequest": {"Item": _edge_key(board_id, rival, member_id)}} for rival in added]
+        )
+        with _translate_throttling():
+            self.client.put_item(
+                TableName=self.table,
+                Item={
+                    "pk": {"S": member_pk(board_id, member_id)},
+                    "sk": {"S": "RIVALS"},
+                    "ids": {"L": [{"S": r} for r in rivals]},
+                },
+            )
+        self._batch_write(
+            [{"DeleteRequest": {"Key": _edge_key(board_id, rival, member_id)}} for rival in removed]
+        )
+
+    def followers(self, board_id: str, member_id: str) -> list[str]:
+        """The members whose rivals list names ``member_id`` (one query, paginated)."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": f"F#{board_id}{SEPARATOR}{member_id}"}},
+            "ProjectionExpression": "sk",
+        }
+        found: list[str] = []
+        while True:
+            with _translate_throttling():
+                response = self.client.query(**request)
+            found.extend(item["sk"]["S"] for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return found
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def follower_states(
+        self, board_id: str, followers: Sequence[str], period: str
+    ) -> dict[str, tuple[ScoreState | None, list[str]]]:
+        """Each follower's score and rivals list, in one batched read."""
+        keys = []
+        for follower in followers:
+            keys.append(score_key(board_id, follower, period))
+            keys.append({"pk": {"S": member_pk(board_id, follower)}, "sk": {"S": "RIVALS"}})
+        items = self._batch_get(keys, consistent=True)
+        states = {}
+        for follower in followers:
+            pk = member_pk(board_id, follower)
+            score = items.get((pk, f"SCORE#{period}"))
+            rivals = items.get((pk, "RIVALS"))
+            states[follower] = (
+                _score_from_item(score) if score else None,
+                [v["S"] for v in rivals["ids"]["L"]] if rivals else [],
+            )
+        return states
+
+    def put_notification(self, notification: Notification, ttl_seconds: int) -> bool:
+        """Store the notification in the recipient's inbox; False when it is there already."""
+        from botocore.exceptions import ClientError
+
+        item = {
+            **_inbox_key(notification),
+            **_notification_attributes(notification),
+            "published": {"BOOL": False},
+            "ttl": {"N": str(notification.created_us // 1_000_000 + ttl_seconds)},
+        }
+        try:
+            with _translate_throttling():
+                self.client.put_item(
+                    TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)"
+                )
+        except ClientError as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def notification_published(self, notification: Notification) -> bool:
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table, Key=_inbox_key(notification), ConsistentRead=True
+            )
+        item = response.get("Item")
+        return bool(item and item.get("published", {}).get("BOOL"))
+
+    def mark_published(self, notification: Notification) -> None:
+        with _translate_throttling():
+            self.client.update_item(
+                TableName=self.table,
+                Key=_inbox_key(notification),
+                UpdateExpression="SET published = :t",
+                ExpressionAttributeValues={":t": {"BOOL": True}},
+            )
+
+    def list_notifications(
+        self, board_id: str, member_id: str, limit: int, before: str | None, now_s: int
+    ) -> tuple[list[Notification], str | None]:
+        """Newest first; items past their TTL that DynamoDB has not yet removed are skipped."""
+        condition = "pk = :p"
+        values: dict[str, Any] = {
+            ":p": {"S": f"N#{board_id}{SEPARATOR}{member_id}"},
+            ":now": {"N": str(now_s)},
+        }
+        if before is not None:
+            condition += " AND sk < :b"
+            values[":b"] = {"S": before}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": condition,
+            "FilterExpression": "#ttl > :now",
+            "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,
+        }
+        found: list[tuple[str, Notification]] = []
+        more = False
+        while len(found) <= limit:
+            request["Limit"] = limit + 1 - len(found)
+            with _translate_throttling():
+                response = self.client.query(**request)
+            found.extend(
+                (item["sk"]["S"], _notification_from_item(item)) for item in response.get("Items", [])
+            )
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        more = len(found) > limit
+        page = found[:limit]
+        return [n for _, n in page], (page[-1][0] if more and page else None)
+
+    # -- the leader -------------------------------------------------------------------
+
+    def get_leader(self, board_id: str, period: str) -> LeaderState | None:
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table, Key=_leader_key(board_id, period), ConsistentRead=True
+            )
+        item = response.get("Item")
+        if not item:
+            return None
+        pending = (
+            [_notification_from_json(n) for n in numbers.loads(item["pending"]["S"])]
+            if "pending" in item
+            else []
+        )
+        return LeaderState(
+            member_id=item["leader"]["S"] if "leader" in item else None,
+            sort_key=item["rsk"]["S"] if "rsk" in item else None,
+            score=_deserializer.deserialize(item["s"]) if "s" in item else None,
+            version=int(item["lv"]["N"]),
+            pending=pending,
+        )
+
+    def swap_leader(
+        self,
+        board_id: str,
+        period: str,
+        expected_version: int | None,
+        leader: tuple[str, str, Decimal] | None,
+        pending: list[Notification],
+    ) -> bool:
+        """Record a new leader with the notifications it causes, if nobody else changed
+        the record since version ``expected_version`` (None: no record yet)."""
+        from botocore.exceptions import ClientError
+
+        item: dict[str, Any] = {
+            **_leader_key(board_id, period),
+            "lv": {"N": str((expected_version or 0) + 1)},
+        }
+        if leader is not None:
+            item["leader"] = {"S": leader[0]}
+            item["rsk"] = {"S": leader[1]}
+            item["s"] = _serializer.serialize(leader[2])
+        if pending:
+            item["pending"] = {"S": numbers.dumps([_notification_to_json(n) for n in pending])}
+        request: dict[str, Any] = {"TableName": self.table, "Item": item}
+        if expected_version is None:
+            request["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            request["ConditionExpression"] = "lv = :v"
+            request["ExpressionAttributeValues"] = {":v": {"N": str(expected_version)}}
+        try:
+            with _translate_throttling():
+                self.client.put_item(**request)
+        except ClientError as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def clear_leader_pending(self, board_id: str, period: str, version: int) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            with _translate_throttling():
+                self.client.update_item(
+                    TableName=self.table,
+                    Key=_leader_key(board_id, period),
+                    UpdateExpression="REMOVE pending",
+                    ConditionExpression="lv = :v",
+                    ExpressionAttributeValues={":v": {"N": str(version)}},
+                )
+        except ClientError as error:
+            if _error_code(error) != "ConditionalCheckFailedException":
+                raise  # a newer leader record replaced ours: its own pending list stands
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -543,6 +822,17 @@ class Store:
             raise
         return True
 
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), 25):
+            pending: Any = {self.table: requests[start : start + 25]}
+            delay = 0.01
+            while pending:
+                with _translate_throttling():
+                    pending = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+                if pending:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+
     def _batch_get(
         self, keys: list[dict[str, Any]], *, consistent: bool
     ) -> dict[tuple[str, str], dict[str, Any]]:
@@ -568,6 +858,64 @@ class Store:
             for item in items:
                 found[(item["pk"]["S"], item["sk"]["S"])] = item
         return found
+
+
+def _edge_key(board_id: str, rival: str, follower: str) -> dict[str, Any]:
+    return {"pk": {"S": f"F#{board_id}{SEPARATOR}{rival}"}, "sk": {"S": follower}}
+
+
+def _leader_key(board_id: str, period: str) -> dict[str, Any]:
+    return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": f"LEADER#{period}"}}
+
+
+def inbox_sort_key(notification: Notification) -> str:
+    return f"{notification.created_us:017d}{SEPARATOR}{notification.notification_id}"
+
+
+def _inbox_key(notification: Notification) -> dict[str, Any]:
+    pk = f"N#{notification.board_id}{SEPARATOR}{notification.member_id}"
+    return {"pk": {"S": pk}, "sk": {"S": inbox_sort_key(notification)}}
+
+
+def _notification_to_json(n: Notification) -> dict[str, Any]:
+    return {**n.to_json(), "createdUs": n.created_us}
+
+
+def _notification_from_json(raw: dict[str, Any]) -> Notification:
+    return Notification(
+        notification_id=raw["id"],
+        type=raw["type"],
+        board_id=raw["boardId"],
+        member_id=raw["memberId"],
+        by_member_id=raw["byMemberId"],
+        score=raw["score"],
+        by_score=raw["byScore"],
+        created_us=int(raw["createdUs"]),
+    )
+
+
+def _notification_attributes(n: Notification) -> dict[str, Any]:
+    return {
+        "id": {"S": n.notification_id},
+        "type": {"S": n.type},
+        "by": {"S": n.by_member_id},
+        "s": _serializer.serialize(n.score),
+        "bs": _serializer.serialize(n.by_score),
+    }
+
+
+def _notification_from_item(item: dict[str, Any]) -> Notification:
+    board_id, member_id = item["pk"]["S"][2:].split(SEPARATOR, 1)
+    return Notification(
+        notification_id=item["id"]["S"],
+        type=item["type"]["S"],
+        board_id=board_id,
+        member_id=member_id,
+        by_member_id=item["by"]["S"],
+        score=_deserializer.deserialize(item["s"]),
+        by_score=_deserializer.deserialize(item["bs"]),
+        created_us=int(item["sk"]["S"].split(SEPARATOR, 1)[0]),
+    )
 
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,9 @@ MAX_TITLE = 200
 MAX_TOP_LIMIT = 1000
 MAX_RADIUS = 50
 MAX_RANKS_IDS = 100
+MAX_ROLLUP_TARGETS = 5
+MAX_RIVALS = 100
+MAX_NOTIFICATIONS_LIMIT = 100
 
 
 def board_id(value: str) -> str:
@@ -85,8 +88,22 @@ class BoardRequest:
     title: str | None
 
 
-def board_request(body: dict[str, Any]) -> BoardRequest:
-    _only(body, ("order", "operator", "tieBreak", "shards", "title"))
+def _rollup_targets(body: dict[str, Any], own_id: str) -> tuple[str, ...]:
+    targets = body.get("rollupTo", [])
+    if not isinstance(targets, list) or len(targets) > MAX_ROLLUP_TARGETS:
+        raise ValidationError(f"rollupTo must be a list of at most {MAX_ROLLUP_TARGETS} board ids")
+    for target in targets:
+        if not isinstance(target, str) or not BOARD_ID.fullmatch(target):
+            raise ValidationError("rollupTo must hold board ids (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$)")
+    if own_id in targets:
+        raise ValidationError(f"rollupTo cannot name the board itself ({own_id})")
+    if len(set(targets)) != len(targets):
+        raise ValidationError("rollupTo names a board more than once")
+    return tuple(targets)
+
+
+def board_request(body: dict[str, Any], own_id: str = "") -> BoardRequest:
+    _only(body, ("order", "operator", "tieBreak", "shards", "title", "rollupTo"))
     title = body.get("title")
     if title is not None and (not isinstance(title, str) or len(title) > MAX_TITLE):
         raise ValidationError(f"title must be a string of at most {MAX_TITLE} characters")
@@ -95,6 +112,7 @@ def board_request(body: dict[str, Any]) -> BoardRequest:
         operator=_choice(body, "operator", OPERATORS),
         tie_break=_choice(body, "tieBreak", TIE_BREAKS),
         shards=_integer(body.get("shards", DEFAULT_SHARDS), "shards", 1, MAX_SHARDS),
+        rollup_to=_rollup_targets(body, own_id),
     )
     return BoardRequest(settings=settings, title=title)
 
@@ -134,6 +152,14 @@ def member_ids(body: dict[str, Any]) -> list[str]:
         raise ValidationError(f"memberIds must be a list of 1 to {MAX_RANKS_IDS} member ids")
     unique = dict.fromkeys(member_id(item, "memberIds[]") for item in ids)
     return list(unique)
+
+
+def rivals(body: dict[str, Any]) -> list[str]:
+    _only(body, ("memberIds",))
+    ids = body.get("memberIds")
+    if not isinstance(ids, list) or len(ids) > MAX_RIVALS:
+        raise ValidationError(f"memberIds must be a list of 0 to {MAX_RIVALS} member ids")
+    return list(dict.fromkeys(member_id(item, "memberIds[]") for item in ids))
 
 
 def query_int(params: dict[str, str], name: str, default: int, low: int, high: int) -> int:

@@ -1,24 +1,28 @@
-"""Stream consumer: keeps each board's memberCount from the table's change stream."""
+"""Stream consumer: each board's memberCount, and rollups into the boards of ``rollupTo``."""
 
+from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from podium import counting
+from podium.aggregator import Aggregator
 from podium.log import logger, metrics
-from podium.store import default_store
+from podium.service import default_service
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 
+@cache
+def aggregator() -> Aggregator:
+    service = default_service()
+    return Aggregator(service.store, service.board_settings, service.clock)
+
+
 def record_handler(record: DynamoDBRecord) -> None:
-    keys = record.dynamodb.keys if record.dynamodb else None
-    if not keys or record.event_name is None or record.event_id is None:
-        return
-    if counting.apply_record(default_store(), record.event_id, record.event_name.name, keys):
-        metrics.add_metric(name="MemberCountChanged", unit=MetricUnit.Count, value=1)
+    aggregator().apply(record.raw_event)
+    metrics.add_metric(name="StreamRecordsAggregated", unit=MetricUnit.Count, value=1)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -1,0 +1,23 @@
+"""GET /boards/{boardId}/members/{memberId}/notifications: the member's inbox, newest first."""
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http, validation
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.get("/boards/<boardId>/members/<memberId>/notifications")
+def notifications(boardId: str, memberId: str) -> Response[str]:
+    board_id = http.path_board(app, boardId)
+    member_id = http.path_member(app, memberId)
+    params = http.query(app)
+    limit = validation.query_int(params, "limit", 20, 1, validation.MAX_NOTIFICATIONS_LIMIT)
+    found, next_cursor = default_service().notifications(board_id, member_id, limit, params.get("cursor"))
+    return http.json_response(
+        200, {"notifications": [n.to_json() for n in found], "nextCursor": next_cursor}
+    )
+
+
+lambda_handler = http.entrypoint(app)

@@ -1,0 +1,132 @@
+"""The aggregating stream consumer: each board's ``memberCount``, and rollups.
+
+One consumer does both because DynamoDB Streams serves at most two readers per shard
+without throttling; the notifier is the other. Every effect is applied at most once,
+keyed by the stream record's own event id, so a redelivered record or a retried batch
+never counts or rolls up twice.
+
+Rollups follow the change-feed pattern of the reference architecture: a client writes
+one board, and the stream carries each change of a member's score to every board in
+the source's ``rollupTo``: an ``increment`` target adds the change (new minus old), a
+``best`` target is offered the new score, a ``set`` target takes it. A new source member
+is a change from 0 and is created in the target, with the source's data.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from podium import numbers
+from podium.changes import ScoreRecord, keys_of, score_record
+from podium.errors import ValidationError
+from podium.models import BoardSettings, ScoreState
+from podium.store import AlreadyApplied, Store, VersionConflict, parse_member_pk
+
+SettingsOf = Callable[[str], BoardSettings]
+Clock = Callable[[], datetime]
+
+MAX_ATTEMPTS = 64
+
+
+@dataclass(frozen=True)
+class CountChange:
+    board_id: str
+    delta: int
+
+
+def count_change(event_name: str, pk: str, sk: str) -> CountChange | None:
+    """A member is born with the INSERT of its MEMBER item and leaves with its REMOVE."""
+    if sk != "MEMBER" or not pk.startswith("M#"):
+        return None
+    board_id, _ = parse_member_pk(pk)
+    if event_name == "INSERT":
+        return CountChange(board_id, 1)
+    if event_name == "REMOVE":
+        return CountChange(board_id, -1)
+    return None
+
+
+def rolled_up(target: BoardSettings, current: Decimal | None, old: Decimal, new: Decimal) -> Decimal:
+    """The target member's score after the source's change from ``old`` to ``new``."""
+    if target.operator == "increment":
+        return numbers.add(current or Decimal(0), numbers.EXACT.subtract(new, old))
+    if target.operator == "best" and current is not None:
+        return new if target.is_better(new, current) else current
+    return new
+
+
+class Aggregator:
+    def __init__(self, store: Store, settings_of: SettingsOf, clock: Clock) -> None:
+        self.store = store
+        self.settings_of = settings_of
+        self.clock = clock
+
+    def apply(self, record: dict[str, Any]) -> None:
+        pk, sk = keys_of(record)
+        change = count_change(str(record.get("eventName")), pk, sk)
+        if change is not None:
+            self.store.apply_member_count(str(record["eventID"]), change.board_id, change.delta)
+        score = score_record(record)
+        if score is not None and score.new is not None and (score.changed or score.event_name == "INSERT"):
+            for target in self.settings_of(score.board_id).rollup_to:
+                self.roll_up(score, target)
+
+    def roll_up(self, record: ScoreRecord, target_id: str) -> None:
+        assert record.new is not None
+        mark = f"ROLLUP#{target_id}#{record.event_id}"
+        target = self.settings_of(target_id)
+        old = record.old if record.old is not None else Decimal(0)
+        for attempt in range(MAX_ATTEMPTS):
+            applied, state = self.store.rollup_state(target_id, record.member_id, record.period, mark)
+            if applied:
+                return
+            now = self.clock()
+            new_score = _bounded(rolled_up(target, state.score if state else None, old, record.new))
+            reached = int(now.timestamp() * 1_000_000)
+            if state is None:
+                data = self.store.get_data(record.board_id, [record.member_id])[record.member_id]
+                created = self.store.create_member(
+                    target_id,
+                    target,
+                    record.member_id,
+                    data,
+                    ScoreState(new_score, 1, reached),
+                    record.period,
+                    now,
+                    mark=mark,
+                )
+                if created:
+                    return
+                continue
+            if new_score == state.score:
+                return  # nothing changes; doing nothing again on redelivery is the same
+            try:
+                self.store.write_score(
+                    target_id,
+                    target,
+                    record.member_id,
+                    state.version,
+                    ScoreState(new_score, state.version + 1, reached),
+                    record.period,
+                    mark=mark,
+                )
+                return
+            except AlreadyApplied:
+                return
+            except VersionConflict:
+                time.sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
+        raise RuntimeError(f"could not roll {record.member_id} up into {target_id}: too much contention")
+
+
+def _bounded(score: Decimal) -> Decimal:
+    try:
+        return numbers.check_score(score, "score")
+    except ValidationError as error:
+        # A poison record: the stream retries it, then parks it in the on-failure queue.
+        raise ValueError(f"the rolled-up score leaves the bounds: {error.message}") from error
