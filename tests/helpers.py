@@ -43,3 +43,25 @@ def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 
             if time.monotonic() > deadline:
                 raise
             time.sleep(interval)
+
+
+def stream_records(client: Any, endpoint: str, table: str) -> list[dict[str, Any]]:
+    """Every record on the table's stream, as the Lambda event source mapping delivers them."""
+    import boto3
+
+    from devstack.streams import lambda_record
+
+    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint)
+    arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            response = streams.get_records(ShardIterator=iterator, Limit=1000)
+            records.extend(lambda_record(dict(r), arn) for r in response["Records"])
+            if not response["Records"]:
+                break
+            iterator = response.get("NextShardIterator")
+    return records

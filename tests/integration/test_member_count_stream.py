@@ -6,38 +6,19 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-import boto3
 import pytest
 
 from devstack import template as template_module
 from devstack.functions import LambdaContext, load_handler
-from devstack.streams import lambda_record
 from podium import config
 from podium import service as service_module
 from podium import store as store_module
 from podium.config import Settings
 from podium.service import LeaderboardService
 from podium.validation import board_request, member_request
-from tests.helpers import unique_id
+from tests.helpers import stream_records, unique_id
 
 pytestmark = pytest.mark.integration
-
-
-def _stream_records(client: Any, endpoint: str, table: str) -> list[dict[str, Any]]:
-    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint)
-    arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
-    records: list[dict[str, Any]] = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(
-            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            response = streams.get_records(ShardIterator=iterator, Limit=1000)
-            records.extend(lambda_record(dict(r), arn) for r in response["Records"])
-            if not response["Records"]:
-                break
-            iterator = response.get("NextShardIterator")
-    return records
 
 
 @pytest.fixture
@@ -72,7 +53,7 @@ def test_a_redelivered_batch_counts_once(
     service.delete_member(board, "b")
     records = [
         r
-        for r in _stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
+        for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
         if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"M#{board}#")
     ]
 
