@@ -13,6 +13,7 @@ from pathlib import Path
 
 from devstack import template as template_module
 from devstack.functions import LambdaContext, load_handler
+from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, create_messaging, endpoints
 from devstack.stack import RUNNING, Stack, serve_forever, use_local_credentials
 
 
@@ -24,24 +25,50 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # A SIGTERM (from a test harness or a process manager) stops as cleanly as Ctrl-C.
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    serve_forever(Stack(host=args.host, port=args.port, table_prefix=args.table_prefix, verbose=args.verbose))
+    serve_forever(
+        Stack(
+            host=args.host,
+            port=args.port,
+            table_prefix=args.table_prefix,
+            verbose=args.verbose,
+            deliver_twice=args.deliver_twice,
+        )
+    )
     return 0
 
 
 def invoke(args: argparse.Namespace) -> int:
-    """Invoke one function of the template with an event file, against the DynamoDB of a
-    running ``make run`` (or ``AWS_ENDPOINT_URL_DYNAMODB``)."""
+    """Invoke one function of the template with an event file, against the DynamoDB, topics
+    and queues of a running ``make run`` (or ``AWS_ENDPOINT_URL_DYNAMODB`` and
+    ``AWS_ENDPOINT_URL_SNS``)."""
     use_local_credentials()
     prefix = args.table_prefix
+    running = json.loads(RUNNING.read_text()) if RUNNING.exists() else None
     if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
-        if not RUNNING.exists():
+        if running is None:
             print("no local stack is running: start `make run` first", file=sys.stderr)
             return 2
-        running = json.loads(RUNNING.read_text())
         os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = running["dynamodb"]
         prefix = running["tablePrefix"]
     spec = template_module.read(prefix)
-    os.environ.update(spec.environment())
+    refs: dict[str, str] = {}
+    if (
+        running is not None
+        and running.get("sns")
+        and running.get("tablePrefix") == prefix
+        and os.environ.get(SNS_ENDPOINT, running["sns"]) == running["sns"]
+    ):
+        os.environ[SNS_ENDPOINT] = running["sns"]
+        os.environ.setdefault(SQS_ENDPOINT, running["sqs"])
+        refs = {**running["topics"], **running["queues"]}
+    elif (found := endpoints()) is not None:
+        os.environ[SNS_ENDPOINT], os.environ[SQS_ENDPOINT] = found
+        refs = create_messaging(spec, *found).refs
+    try:
+        spec.environment(refs)
+    except template_module.UnresolvedReference as error:
+        print(f"warning: {error} (start `make run`, or set {SNS_ENDPOINT})", file=sys.stderr)
+    os.environ.update(spec.environment(refs, unresolved="omit"))
     functions = {r.function: (r.code_dir, r.handler) for r in spec.routes()}
     functions.update({c.function: (c.code_dir, c.handler) for c in spec.stream_consumers()})
     if args.function not in functions:
@@ -64,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")))
     parser.add_argument("--table-prefix", default=os.environ.get("TABLE_PREFIX", ""))
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument(
+        "--deliver-twice",
+        action="store_true",
+        help="deliver every stream batch twice, as Lambda may after a retry (tests use it)",
+    )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("run", help="run the whole stack in the foreground (the default)")
     invoke_parser = commands.add_parser("invoke", help="invoke one function with an event file")

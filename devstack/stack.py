@@ -1,5 +1,6 @@
 """The whole stack, locally and without Docker: DynamoDB Local, the tables of
-``template.yaml``, the API and the stream consumers."""
+``template.yaml``, its topics and queues on moto's server, the API and the stream
+consumers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal
 from devstack.gateway import ApiServer, Gateway
+from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, Messaging, MotoServer, create_messaging, endpoints
 from devstack.streams import FailureDestination, StreamPoller
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,13 +60,31 @@ def create_tables(client: Any, spec: template_module.Template) -> dict[str, str]
     return arns
 
 
+def failure_destination(
+    consumer: template_module.StreamConsumer, messaging: Messaging, sqs: Any, fallback: Path
+) -> FailureDestination:
+    """The consumer's on-failure destination: the URL of the template's queue it names, or
+    the JSON-lines file ``fallback`` when it names none."""
+    if consumer.on_failure is None:
+        return FailureDestination(None, None, fallback)
+    if consumer.on_failure not in messaging.queues:
+        raise ValueError(
+            f"{consumer.function}: the on-failure destination {consumer.on_failure} is not an "
+            "AWS::SQS::Queue of template.yaml; the local stack sends only to queues"
+        )
+    return FailureDestination(messaging.queues[consumer.on_failure], sqs, fallback)
+
+
 @dataclass
 class Stack:
     host: str = "127.0.0.1"
     port: int = 3000
     table_prefix: str = ""
     verbose: bool = False
+    deliver_twice: bool = False
     dynamodb: DynamoDBLocal | None = None
+    moto: MotoServer | None = None
+    messaging: Messaging | None = None
     api: ApiServer | None = None
     pollers: list[StreamPoller] = field(default_factory=list)
 
@@ -74,6 +94,23 @@ class Stack:
         return f"http://{self.host}:{self.api.port}"
 
     def start(self) -> Stack:
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()  # no DynamoDB Local or moto left behind by a start that failed
+            raise
+
+    def _start_messaging(self) -> tuple[str, str]:
+        """The SNS and SQS endpoints: the environment's, or a moto server of our own."""
+        found = endpoints()
+        if found is None:
+            self.moto = MotoServer.start(log_path=STATE / "moto.log")
+            log.info("moto (SNS, SQS) %s (pid %d)", self.moto.endpoint, self.moto.pid)
+            found = (self.moto.endpoint, os.environ.get(SQS_ENDPOINT) or self.moto.endpoint)
+        os.environ[SNS_ENDPOINT], os.environ[SQS_ENDPOINT] = found
+        return found
+
+    def _start(self) -> Stack:
         import boto3
 
         use_local_credentials()
@@ -84,19 +121,28 @@ class Stack:
         spec = template_module.read(self.table_prefix)
         client = boto3.client("dynamodb")
         stream_arns = create_tables(client, spec)
-        os.environ.update(spec.environment())
+
+        sns_endpoint, sqs_endpoint = self._start_messaging()
+        self.messaging = create_messaging(spec, sns_endpoint, sqs_endpoint)
+        # The functions run in this process: their boto3 clients find SNS and SQS through
+        # AWS_ENDPOINT_URL_SNS / _SQS, and the topics and queues through these variables.
+        os.environ.update(spec.environment(self.messaging.refs))
 
         streams_endpoint = (
             os.environ.get("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") or os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
         )
         streams = boto3.client("dynamodbstreams", endpoint_url=streams_endpoint)
+        sqs = boto3.client("sqs", endpoint_url=sqs_endpoint)
         for consumer in spec.stream_consumers():
-            destination = FailureDestination(
-                queue_url=os.environ.get(f"{consumer.function.upper()}_FAILURE_QUEUE_URL"),
-                sqs=None,
+            destination = failure_destination(
+                consumer,
+                self.messaging,
+                sqs,
                 fallback=STATE / f"{self.table_prefix}{consumer.function}-failures.jsonl",
             )
-            poller = StreamPoller(consumer, stream_arns[consumer.table], streams, destination)
+            poller = StreamPoller(
+                consumer, stream_arns[consumer.table], streams, destination, deliver_twice=self.deliver_twice
+            )
             poller.start()
             self.pollers.append(poller)
 
@@ -109,6 +155,10 @@ class Stack:
                     "dynamodb": os.environ["AWS_ENDPOINT_URL_DYNAMODB"],
                     "tablePrefix": self.table_prefix,
                     "api": self.url,
+                    "sns": self.messaging.sns_endpoint,
+                    "sqs": self.messaging.sqs_endpoint,
+                    "topics": self.messaging.topics,
+                    "queues": self.messaging.queues,
                 }
             )
         )
@@ -120,6 +170,11 @@ class Stack:
             RUNNING.unlink(missing_ok=True)
         for poller in self.pollers:
             poller.stop()
+        if self.moto is not None:
+            self.moto.stop()
+            for key in (SNS_ENDPOINT, SQS_ENDPOINT):
+                if os.environ.get(key) == self.moto.endpoint:
+                    os.environ.pop(key)
         if self.dynamodb is not None:
             self.dynamodb.stop()
             os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
@@ -136,6 +191,12 @@ def serve_forever(stack: Stack) -> None:
     print(f"Podium API on {stack.url}  (Ctrl-C stops everything)", flush=True)
     for route in template_module.read(stack.table_prefix).routes():
         print(f"  {route.method:6} {route.path}  -> {route.function}", flush=True)
+    if stack.messaging is not None:
+        print(f"SNS on {stack.messaging.sns_endpoint}, SQS on {stack.messaging.sqs_endpoint}", flush=True)
+        for name, arn in stack.messaging.topics.items():
+            print(f"  topic {name}: {arn}", flush=True)
+        for name, url in stack.messaging.queues.items():
+            print(f"  queue {name}: {url}", flush=True)
     try:
         while True:
             time.sleep(3600)

@@ -5,7 +5,9 @@ consumer the batches Lambda would: the template's batch size, batching window an
 filter criteria; with ``ReportBatchItemFailures`` it resumes from the first failed
 record, with ``BisectBatchOnFunctionError`` it splits a batch whose invocation raised,
 and after ``MaximumRetryAttempts`` it hands the failed records to the on-failure
-destination (an SQS queue when ``AWS_ENDPOINT_URL_SQS`` is set, else a JSON-lines file).
+destination: the template's SQS queue on the local SQS endpoint, or a JSON-lines file
+for a consumer that has no destination. A destination that refuses a message is retried
+until it takes it (the shard waits); the records are never dropped silently.
 """
 
 from __future__ import annotations
@@ -14,18 +16,20 @@ import json
 import logging
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from devstack.functions import FunctionPool
+from devstack.functions import FunctionPool, LambdaContext
 from devstack.template import StreamConsumer
 
 log = logging.getLogger("devstack.streams")
 
 POLL_INTERVAL = 0.1
 RETRY_DELAY = 0.05  # grows with each attempt, up to a second
+DESTINATION_RETRY_DELAY = 0.2  # between sends the destination refused, growing up to 5 s
 
 
 def matches(pattern: Any, value: Any) -> bool:
@@ -79,33 +83,82 @@ class ShardState:
     closed: bool = False
 
 
+def _arrival(record: dict[str, Any]) -> str | None:
+    created = record["dynamodb"].get("ApproximateCreationDateTime")
+    if not isinstance(created, int | float):
+        return None
+    return datetime.fromtimestamp(created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def failure_message(
+    consumer: str, stream_arn: str, shard_id: str, records: list[dict[str, Any]], attempts: int = 1
+) -> dict[str, Any]:
+    """What Lambda sends to a stream consumer's on-failure destination: the batch's
+    details (``DDBStreamBatchInfo``), not the records; read them from the stream."""
+    batch: dict[str, Any] = {
+        "shardId": shard_id,
+        "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
+        "endSequenceNumber": records[-1]["dynamodb"]["SequenceNumber"],
+        "approximateArrivalOfFirstRecord": _arrival(records[0]),
+        "approximateArrivalOfLastRecord": _arrival(records[-1]),
+        "batchSize": len(records),
+        "streamArn": stream_arn,
+    }
+    return {
+        "requestContext": {
+            "requestId": str(uuid.uuid4()),
+            "functionArn": LambdaContext(consumer).invoked_function_arn,
+            "condition": "RetryAttemptsExhausted",
+            "approximateInvokeCount": attempts,
+        },
+        "version": "1.0",
+        "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "DDBStreamBatchInfo": {k: v for k, v in batch.items() if v is not None},
+    }
+
+
 class FailureDestination:
+    """A stream consumer's on-failure destination: the SQS queue at ``queue_url`` (with
+    ``sqs``, or a boto3 client for the environment's SQS endpoint), or, only when the
+    consumer has no queue, the JSON-lines file ``fallback``. ``send`` raises when the
+    queue does not take the message."""
+
     def __init__(self, queue_url: str | None, sqs: Any, fallback: Path) -> None:
         self.queue_url = queue_url
+        if queue_url and sqs is None:
+            import boto3
+
+            sqs = boto3.client("sqs")
         self.sqs = sqs
         self.fallback = fallback
 
-    def send(self, consumer: str, stream_arn: str, shard_id: str, records: list[dict[str, Any]]) -> None:
-        message = {
-            "requestContext": {"functionArn": consumer, "condition": "RetryAttemptsExhausted"},
-            "DDBStreamBatchInfo": {
-                "shardId": shard_id,
-                "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
-                "endSequenceNumber": records[-1]["dynamodb"]["SequenceNumber"],
-                "batchSize": len(records),
-                "streamArn": stream_arn,
-            },
-        }
-        if self.queue_url and self.sqs is not None:
-            self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(message))
+    def __str__(self) -> str:
+        return self.queue_url or str(self.fallback)
+
+    def send(
+        self,
+        consumer: str,
+        stream_arn: str,
+        shard_id: str,
+        records: list[dict[str, Any]],
+        attempts: int = 1,
+    ) -> None:
+        message = failure_message(consumer, stream_arn, shard_id, records, attempts)
+        if self.queue_url:
+            response = self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(message))
+            if not response.get("MessageId"):
+                raise RuntimeError(f"{self.queue_url} did not take the message: {response!r}")
         else:
             self.fallback.parent.mkdir(parents=True, exist_ok=True)
             with open(self.fallback, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(message) + "\n")
         log.error(
-            "%s: %d stream record(s) failed every retry; sent to the on-failure destination",
+            "%s: %d stream record(s) (sequence numbers %s to %s) failed every retry; sent to %s",
             consumer,
             len(records),
+            message["DDBStreamBatchInfo"]["startSequenceNumber"],
+            message["DDBStreamBatchInfo"]["endSequenceNumber"],
+            self,
         )
 
 
@@ -116,8 +169,12 @@ class StreamPoller:
         stream_arn: str,
         streams_client: Any,
         destination: FailureDestination,
+        deliver_twice: bool = False,
     ) -> None:
         self.consumer = consumer
+        # Lambda delivers at least once: a batch whose checkpoint was lost comes again.
+        # With deliver_twice every batch does, which the tests use to prove idempotency.
+        self.deliver_twice = deliver_twice
         self.stream_arn = stream_arn
         self.client = streams_client
         self.destination = destination
@@ -128,6 +185,7 @@ class StreamPoller:
         self._thread = threading.Thread(target=self._run, name=f"stream-{consumer.function}", daemon=True)
         self.delivered = 0
         self.retry_delay = RETRY_DELAY
+        self.destination_retry_delay = DESTINATION_RETRY_DELAY
 
     def start(self) -> None:
         self._discover()  # position the iterators now, so LATEST means "from start-up"
@@ -195,6 +253,8 @@ class StreamPoller:
         ]
         if wanted:
             self._deliver(state.shard_id, wanted)
+            if self.deliver_twice:
+                self._deliver(state.shard_id, wanted)
         return True
 
     def _deliver(self, shard_id: str, records: list[dict[str, Any]]) -> None:
@@ -229,9 +289,38 @@ class StreamPoller:
             limit = self.consumer.max_retries
             if limit >= 0 and attempts[key] > limit:
                 # Lambda gives up on the failing record(s); the records after them go on.
-                self.destination.send(self.consumer.function, self.stream_arn, shard_id, rest[:1])
+                self._give_up(shard_id, rest[:1], attempts[key])
                 if len(rest) > 1:
                     queue.insert(0, rest[1:])
                 continue
             time.sleep(min(1.0, self.retry_delay * attempts[key]))
             queue.insert(0, rest)
+
+    def _give_up(self, shard_id: str, records: list[dict[str, Any]], attempts: int) -> None:
+        """Hand records to the on-failure destination, retrying until it takes them: the
+        shard waits meanwhile, because going on would lose them."""
+        failures = 0
+        while True:
+            try:
+                self.destination.send(self.consumer.function, self.stream_arn, shard_id, records, attempts)
+                return
+            except Exception:
+                failures += 1
+                log.exception(
+                    "%s: the on-failure destination %s refused %d record(s) from sequence number %s; "
+                    "the shard waits until it takes them (attempt %d)",
+                    self.consumer.function,
+                    self.destination,
+                    len(records),
+                    records[0]["dynamodb"]["SequenceNumber"],
+                    failures,
+                )
+                if self._stop.wait(min(5.0, self.destination_retry_delay * failures)):
+                    log.error(
+                        "%s: stopping; %d failed record(s) from sequence number %s never reached %s",
+                        self.consumer.function,
+                        len(records),
+                        records[0]["dynamodb"]["SequenceNumber"],
+                        self.destination,
+                    )
+                    raise

@@ -1,4 +1,5 @@
-"""Read ``template.yaml``: the tables, the API routes and the stream consumers it defines.
+"""Read ``template.yaml``: the tables, topics, queues, API routes and stream consumers it
+defines.
 
 The local stack takes everything from the template, so that what runs here and what
 ``sam deploy`` creates cannot drift apart.
@@ -8,14 +9,34 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
+
+TOPIC = "AWS::SNS::Topic"
+QUEUE = "AWS::SQS::Queue"
+# The properties of a queue or topic that are also attributes of its create call.
+QUEUE_ATTRIBUTES = (
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "ReceiveMessageWaitTimeSeconds",
+    "VisibilityTimeout",
+    "SqsManagedSseEnabled",
+    "FifoQueue",
+    "ContentBasedDeduplication",
+)
+TOPIC_ATTRIBUTES = ("DisplayName", "FifoTopic", "ContentBasedDeduplication")
+
+
+class UnresolvedReference(ValueError):
+    """A ``!Ref`` to a resource the local stack has not created (a topic or a queue)."""
 
 
 class _Tag:
@@ -82,6 +103,7 @@ class StreamConsumer:
 class Template:
     document: dict[str, Any]
     table_names: dict[str, str]
+    prefix: str = ""  # the local name of a table, topic or queue is prefix + logical id
 
     @property
     def resources(self) -> dict[str, Any]:
@@ -182,19 +204,69 @@ class Template:
             and resource["Properties"].get("TimeToLiveSpecification", {}).get("Enabled")
         }
 
-    def environment(self) -> dict[str, str]:
-        """The functions' environment, with ``!Ref`` to a table resolved to its local name."""
+    def _of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {
+            name: dict(resource.get("Properties") or {})
+            for name, resource in self.resources.items()
+            if resource.get("Type") == kind
+        }
+
+    def topics(self) -> dict[str, dict[str, Any]]:
+        """``sns.create_topic`` arguments for every SNS topic, keyed by logical id."""
+        topics = {}
+        for name, properties in self._of_type(TOPIC).items():
+            attributes = _attributes(properties, TOPIC_ATTRIBUTES)
+            suffix = ".fifo" if attributes.get("FifoTopic") == "true" else ""
+            request: dict[str, Any] = {"Name": f"{self.prefix}{name}{suffix}"}
+            if attributes:
+                request["Attributes"] = attributes
+            topics[name] = request
+        return topics
+
+    def queues(self) -> dict[str, dict[str, Any]]:
+        """``sqs.create_queue`` arguments for every SQS queue, keyed by logical id."""
+        queues = {}
+        for name, properties in self._of_type(QUEUE).items():
+            attributes = _attributes(properties, QUEUE_ATTRIBUTES)
+            suffix = ".fifo" if attributes.get("FifoQueue") == "true" else ""
+            request: dict[str, Any] = {"QueueName": f"{self.prefix}{name}{suffix}"}
+            if attributes:
+                request["Attributes"] = attributes
+            queues[name] = request
+        return queues
+
+    def environment(
+        self, refs: Mapping[str, str] | None = None, unresolved: Literal["raise", "omit"] = "raise"
+    ) -> dict[str, str]:
+        """The functions' environment. ``!Ref`` to a table resolves to its local name; to a
+        topic or a queue, to what ``refs`` gives for its logical id: the ARN of the topic
+        or the URL of the queue the local stack created. A ``!Ref`` to a topic or queue
+        missing from ``refs`` raises ``UnresolvedReference``, or with ``unresolved="omit"``
+        leaves its variable out: a function then fails loudly instead of sending to a
+        made-up name."""
+        refs = dict(refs or {})
         variables = dict(self._global("Environment").get("Variables", {}))
         for properties in self._functions().values():
             variables.update(properties.get("Environment", {}).get("Variables", {}))
+        messaging = {n for n, r in self.resources.items() if r.get("Type") in (TOPIC, QUEUE)}
         resolved = {}
+        missing = []
         for key, value in variables.items():
             if isinstance(value, _Tag) and value.tag == "Ref":
-                resolved[key] = self.table_names.get(value.value, value.value)
+                if value.value in refs:
+                    resolved[key] = refs[value.value]
+                elif value.value in messaging:
+                    missing.append(f"{key} (!Ref {value.value})")
+                else:
+                    resolved[key] = self.table_names.get(value.value, value.value)
             elif isinstance(value, _Tag):
                 resolved[key] = self._resolve_find_in_map(value)
             else:
                 resolved[key] = str(value)
+        if missing and unresolved == "raise":
+            raise UnresolvedReference(
+                f"the local stack has no topic or queue for {', '.join(missing)}: create them first"
+            )
         return resolved
 
     def _resolve_find_in_map(self, tag: _Tag) -> str:
@@ -213,4 +285,15 @@ def read(table_prefix: str = "") -> Template:
         for name, resource in document.get("Resources", {}).items()
         if resource.get("Type") == "AWS::DynamoDB::Table"
     }
-    return Template(document=document, table_names=names)
+    return Template(document=document, table_names=names, prefix=table_prefix)
+
+
+def _attributes(properties: dict[str, Any], names: tuple[str, ...]) -> dict[str, str]:
+    """The plain-valued properties among ``names``, as the string attributes the APIs take."""
+    attributes = {}
+    for name in names:
+        value = properties.get(name)
+        if value is None or isinstance(value, _Tag | dict | list):
+            continue  # an intrinsic function: the local stack keeps the service's default
+        attributes[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return attributes

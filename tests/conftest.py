@@ -4,7 +4,10 @@
 * Integration tests use DynamoDB Local, which the session starts on a free port and
   stops by PID (or the DynamoDB at ``AWS_ENDPOINT_URL_DYNAMODB``, when that is set).
 * End-to-end tests talk HTTP to the local stack (``python -m devstack``), which the
-  session starts as a subprocess against that same DynamoDB.
+  session starts as a subprocess against that same DynamoDB, and against the SNS and SQS
+  of moto's server, which the session starts too (or ``AWS_ENDPOINT_URL_SNS`` /
+  ``AWS_ENDPOINT_URL_SQS``, when those are set). ``notification_tap`` and
+  ``stream_failure_queue`` read what the stack sent there.
 """
 
 from __future__ import annotations
@@ -25,11 +28,18 @@ sys.path[:0] = [str(ROOT / "layers" / "podium"), str(ROOT)]
 
 from devstack import template as template_module  # noqa: E402
 from devstack.dynamodb_local import DynamoDBLocal, free_port, wait_for_port  # noqa: E402
+from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, MotoServer  # noqa: E402
 from devstack.stack import LOCAL_CREDENTIALS, create_tables  # noqa: E402
 from podium.config import Settings  # noqa: E402
+from tests.messaging import LocalStack, QueueReader, TopicTap, stream_failures, subscribe_to_notifications  # noqa: E402
 
 for _key, _value in LOCAL_CREDENTIALS.items():
     os.environ[_key] = _value
+
+# SNS and SQS endpoints given from outside go to the stack only. Left in this process's
+# environment they would send the moto-mocked unit tests' boto3 clients there too.
+EXTERNAL_SNS = os.environ.pop(SNS_ENDPOINT, "")
+EXTERNAL_SQS = os.environ.pop(SQS_ENDPOINT, "")
 
 
 @pytest.fixture(scope="session")
@@ -80,17 +90,38 @@ def moto_tables() -> Iterator[Settings]:
 
 
 @pytest.fixture(scope="session")
-def stack_url(dynamodb_endpoint: str) -> Iterator[str]:
-    """The local stack, started as ``python -m devstack`` on a free port."""
+def aws_messaging_endpoint() -> Iterator[str]:
+    """The SNS endpoint (and SQS, unless ``AWS_ENDPOINT_URL_SQS`` names another): moto's
+    server, started on a free port as a process of its own and stopped by PID, or
+    ``AWS_ENDPOINT_URL_SNS`` when that is set. Moto does not run inside this process
+    because ``moto.mock_aws`` (the unit tests) resets the backends it shares with it."""
+    if EXTERNAL_SNS:
+        yield EXTERNAL_SNS
+        return
+    server = MotoServer.start(log_path=ROOT / ".devstack" / "test-moto.log")
+    try:
+        yield server.endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> Iterator[LocalStack]:
+    """The local stack, started as ``python -m devstack`` on a free port, with its tables,
+    topics and queues under a table prefix of its own."""
     log_path = ROOT / ".devstack" / "test-stack.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    sqs_endpoint = EXTERNAL_SQS or aws_messaging_endpoint
     env = {
         **os.environ,
         "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint,
+        SNS_ENDPOINT: aws_messaging_endpoint,
+        SQS_ENDPOINT: sqs_endpoint,
         "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
     }
     for attempt in range(5):
         port = free_port()
+        table_prefix = f"e2e{uuid.uuid4().hex[:8]}-"
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
                 [
@@ -100,7 +131,8 @@ def stack_url(dynamodb_endpoint: str) -> Iterator[str]:
                     "--port",
                     str(port),
                     "--table-prefix",
-                    f"e2e{uuid.uuid4().hex[:8]}-",
+                    table_prefix,
+                    "--deliver-twice",
                 ],
                 cwd=ROOT,
                 env=env,
@@ -115,7 +147,12 @@ def stack_url(dynamodb_endpoint: str) -> Iterator[str]:
             if attempt == 4:
                 raise
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield LocalStack(
+            url=f"http://127.0.0.1:{port}",
+            table_prefix=table_prefix,
+            sns_endpoint=aws_messaging_endpoint,
+            sqs_endpoint=sqs_endpoint,
+        )
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -123,3 +160,27 @@ def stack_url(dynamodb_endpoint: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+@pytest.fixture(scope="session")
+def stack_url(stack: LocalStack) -> str:
+    """The base URL of the local stack's API."""
+    return stack.url
+
+
+@pytest.fixture
+def notification_tap(stack: LocalStack) -> Iterator[TopicTap]:
+    """A fresh SQS queue subscribed to the stack's NotificationTopic (raw delivery):
+    ``tap.wait_for(lambda m: m.body["memberId"] == ...)``, ``m.attributes["type"]``."""
+    tap = subscribe_to_notifications(stack)
+    try:
+        yield tap
+    finally:
+        tap.close()
+
+
+@pytest.fixture(scope="session")
+def stream_failure_queue(stack: LocalStack) -> QueueReader:
+    """The stack's StreamFailureQueue. Reading takes messages off the queue and keeps them
+    in ``received``, for the whole session: filter on what your test caused."""
+    return stream_failures(stack)

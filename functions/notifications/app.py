@@ -15,9 +15,7 @@ def notifications(boardId: str, memberId: str) -> Response[str]:
     params = http.query(app)
     limit = validation.query_int(params, "limit", 20, 1, validation.MAX_NOTIFICATIONS_LIMIT)
     found, next_cursor = default_service().notifications(board_id, member_id, limit, params.get("cursor"))
-    return http.json_response(
-        200, {"notifications": [n.to_json() for n in found], "nextCursor": next_cursor}
-    )
+    return http.json_response(200, {"notifications": [n.to_json() for n in found], "nextCursor": next_cursor})
 
 
 lambda_handler = http.entrypoint(app)

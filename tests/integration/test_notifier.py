@@ -93,6 +93,7 @@ def test_a_rival_passing_a_member_tells_it_once(service: LeaderboardService, fee
 
 def test_a_rival_that_appears_above_counts(service: LeaderboardService, feed: Feed) -> None:
     board = _board(service, order="asc")
+    service.put_member(board, "zed", member_request({"score": Decimal("50.2")}))  # leads: lowest
     service.put_member(board, "ana", member_request({"score": Decimal("61.5")}))
     service.put_rivals(board, "ana", ["newcomer"])  # rivals need not exist yet
     notifier = Notifier(service.store, RecordingPublisher(), service.board_settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from devstack.streams import FailureDestination, StreamPoller, matches
+from devstack.streams import FailureDestination, ShardState, StreamPoller, matches
 from devstack.template import read
 
 
@@ -117,3 +117,17 @@ def test_an_invocation_error_bisects_the_batch(tmp_path: Path) -> None:
     assert pool.batches[:3] == [["e1", "e2", "e3", "e4"], ["e1", "e2"], ["e3", "e4"]]
     assert set(pool.done) == {"e1", "e2", "e3"}
     assert failures.read_text().count('"startSequenceNumber": "00004"') == 1
+
+
+def test_deliver_twice_hands_the_same_batch_again(tmp_path: Path) -> None:
+    # Given a poller that simulates Lambda's at-least-once delivery
+    pool = FakePool(poison=set())
+    poller, _ = _poller(tmp_path, pool)
+    poller.deliver_twice = True
+    state = ShardState("shard-1", iterator=None, pending=[_record(1), _record(2)])
+
+    # When the shard's pending batch is polled
+    poller._poll_shard(state)
+
+    # Then the consumer saw the same batch twice
+    assert pool.batches == [["e1", "e2"], ["e1", "e2"]]

@@ -19,18 +19,20 @@ not yet marked published: a publish is retried, never silently dropped.
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any, Protocol
 
 from podium.changes import ScoreRecord, derived_id, score_record
 from podium.keys import rank_partition_key
 from podium.models import BoardSettings, Notification
 from podium.ranking import merge_shards
-from podium.store import Store
+from podium.store import LeaderState, Store
 
 INBOX_TTL_SECONDS = 30 * 24 * 3600
 MAX_ATTEMPTS = 16
 
 SettingsOf = Callable[[str], BoardSettings]
+Leader = tuple[str, str, Decimal]  # member id, sort key, score
 
 
 class Publisher(Protocol):
@@ -90,34 +92,47 @@ class Notifier:
             if known is not None and known.pending:
                 self._deliver_pending(record, known.pending, known.version)
                 continue
-            could_move = (
-                known is None
-                or known.member_id is None
-                or known.member_id == record.member_id
-                or (record.new_sort_key or "~") < (known.sort_key or "")
-            )
-            if not could_move:
+            decision = self._next_leader(record, known, settings)
+            if decision is None:
                 return
-            leader = self._current_leader(record.board_id, record.period, settings)
-            previous = known.member_id if known else None
-            if known is not None and leader == (
-                (known.member_id, known.sort_key, known.score) if known.member_id else None
-            ):
-                return
-            pending = []
-            if leader is not None and previous is not None and leader[0] != previous:
-                pending = self._leader_notifications(record, leader, previous, known.score if known else None)
-            if self.store.swap_leader(
-                record.board_id, record.period, known.version if known else None, leader, pending
-            ):
+            leader, pending = decision
+            version = known.version if known else None
+            if self.store.swap_leader(record.board_id, record.period, version, leader, pending):
                 if pending:
-                    self._deliver_pending(record, pending, (known.version if known else 0) + 1)
+                    self._deliver_pending(record, pending, (version or 0) + 1)
                 return
         raise RuntimeError(f"the leader of {record.board_id} kept changing under the notifier")
 
-    def _current_leader(
-        self, board_id: str, period: str, settings: BoardSettings
-    ) -> tuple[str, str, Any] | None:
+    def _next_leader(
+        self, record: ScoreRecord, known: LeaderState | None, settings: BoardSettings
+    ) -> tuple[Leader | None, list[Notification]] | None:
+        """The leader after this record, and who to tell; None when nothing changes.
+
+        The record itself says whether its member took the lead (its new sort key is
+        below the leader's), so that changes are seen in the order they were written even
+        when the notifier runs behind. Only when the leader itself falls back or leaves is
+        the index asked who leads now: one ``Limit=1`` query per shard.
+        """
+        member, key = record.member_id, record.new_sort_key
+        mine = (member, key, record.new) if key is not None and record.new is not None else None
+        if known is None:  # a board from before leader tracking: start from the index as it is
+            return self._current_leader(record.board_id, record.period, settings), []
+        if known.member_id is None or known.sort_key is None:
+            return (mine, []) if mine else None  # the first leader is not announced
+        if member != known.member_id:
+            if mine is not None and mine[1] < known.sort_key:
+                return mine, self._leader_notifications(record, mine, known.member_id, known.score)
+            return None
+        if mine is not None and mine[1] <= known.sort_key:
+            return (mine, []) if mine[1] != known.sort_key else None
+        top = self._current_leader(record.board_id, record.period, settings)
+        if top is None:
+            return None, []
+        if top[0] == member:
+            return (top, []) if top[1] != known.sort_key else None
+        return top, self._leader_notifications(record, top, member, known.score)
+
+    def _current_leader(self, board_id: str, period: str, settings: BoardSettings) -> Leader | None:
         partitions = [rank_partition_key(board_id, period, shard) for shard in range(settings.shards)]
         heads = self.store.gather(lambda p: self.store.index_keys(p, limit=1), partitions)
         top = merge_shards(heads, 1)
@@ -127,11 +142,11 @@ class Notifier:
         return member_id, top[0], score
 
     def _leader_notifications(
-        self, record: ScoreRecord, leader: tuple[str, str, Any], previous: str, previous_score: Any
+        self, record: ScoreRecord, leader: Leader, previous: str, previous_score: Decimal | None
     ) -> list[Notification]:
         new_id, _, new_score = leader
         still_there = self.store.get_score(record.board_id, previous, record.period)
-        by_score = still_there.score if still_there else previous_score
+        by_score = still_there.score if still_there else (previous_score or Decimal(0))
         notifications = [
             Notification(
                 notification_id=derived_id(record.event_id, "newLeader", new_id),

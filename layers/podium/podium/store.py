@@ -35,7 +35,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from podium import numbers
 from podium.config import Settings
 from podium.errors import Throttled
-from podium.keys import SEPARATOR, rank_partition_key, shard_of
+from podium.keys import ALL_TIME, SEPARATOR, rank_partition_key, shard_of
 from podium.models import Board, BoardSettings, Notification, ScoreState
 
 if TYPE_CHECKING:
@@ -202,7 +202,9 @@ class Store:
         if board.title is not None:
             item["title"] = {"S": board.title}
         catalog_entry = {"pk": {"S": "CATALOG"}, "sk": {"S": board.board_id}}
-        return self._create_together([item], also=[catalog_entry])
+        # The notifier's leader record starts empty: the first leader is not announced.
+        no_leader_yet = {**_leader_key(board.board_id, ALL_TIME), "lv": {"N": "0"}}
+        return self._create_together([item], also=[catalog_entry, no_leader_yet])
 
     def set_board_title(self, board_id: str, title: str) -> None:
         with _translate_throttling():
