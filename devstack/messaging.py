@@ -12,68 +12,30 @@ interpreter, which resets every backend when it starts.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devstack.dynamodb_local import free_port, wait_for_port
+from devstack.processes import LocalServer
 from devstack.template import Template
 
 SNS_ENDPOINT = "AWS_ENDPOINT_URL_SNS"
 SQS_ENDPOINT = "AWS_ENDPOINT_URL_SQS"
 
 
-@dataclass
-class MotoServer:
+class MotoServer(LocalServer):
     """``python -m moto.server`` on 127.0.0.1, in a process group of its own."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
     @classmethod
     def start(cls, port: int | None = None, log_path: Path | None = None) -> MotoServer:
-        for _ in range(5):
-            chosen = port or free_port()
-            if log_path:
-                log_path.parent.mkdir(parents=True, exist_ok=True)
-            log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
-            process = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(chosen)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                wait_for_port(chosen, timeout=30, process=process)
-            except RuntimeError:
-                if port is not None:
-                    raise
-                continue  # the port was taken between our check and moto's bind: try another
-            except TimeoutError:
-                cls(process, chosen).stop()
-                raise
-            return cls(process, chosen)
-        raise RuntimeError("moto's server did not start on any of five free ports")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        return cls.launch(
+            lambda chosen: [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(chosen)],
+            what="moto's server",
+            port=port,
+            log_path=log_path,
+            timeout=30,
+        )
 
 
 @dataclass(frozen=True)

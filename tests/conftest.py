@@ -13,8 +13,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -27,8 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "layers" / "podium"), str(ROOT)]
 
 from devstack import template as template_module  # noqa: E402
-from devstack.dynamodb_local import DynamoDBLocal, free_port, wait_for_port  # noqa: E402
+from devstack.dynamodb_local import DynamoDBLocal  # noqa: E402
 from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, MotoServer  # noqa: E402
+from devstack.processes import LocalServer  # noqa: E402
 from devstack.stack import LOCAL_CREDENTIALS, create_tables  # noqa: E402
 from podium.config import Settings  # noqa: E402
 from tests.messaging import LocalStack, QueueReader, TopicTap, stream_failures, subscribe_to_notifications  # noqa: E402
@@ -119,47 +118,32 @@ def stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> Iterator[Local
         SQS_ENDPOINT: sqs_endpoint,
         "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
     }
-    for attempt in range(5):
-        port = free_port()
-        table_prefix = f"e2e{uuid.uuid4().hex[:8]}-"
-        with open(log_path, "ab") as log:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "devstack",
-                    "--port",
-                    str(port),
-                    "--table-prefix",
-                    table_prefix,
-                    "--deliver-twice",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            wait_for_port(port, timeout=60, process=process)
-            break
-        except RuntimeError:
-            if attempt == 4:
-                raise
+    table_prefix = f"e2e{uuid.uuid4().hex[:8]}-"
+    server = LocalServer.launch(
+        lambda port: [
+            sys.executable,
+            "-m",
+            "devstack",
+            "--port",
+            str(port),
+            "--table-prefix",
+            table_prefix,
+            "--deliver-twice",
+        ],
+        what="the local stack",
+        log_path=log_path,
+        cwd=ROOT,
+        env=env,
+    )
     try:
         yield LocalStack(
-            url=f"http://127.0.0.1:{port}",
+            url=server.endpoint,
             table_prefix=table_prefix,
             sns_endpoint=aws_messaging_endpoint,
             sqs_endpoint=sqs_endpoint,
         )
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        server.stop()
 
 
 @pytest.fixture(scope="session")
