@@ -4,9 +4,9 @@
   strictly better. One query finds the followers of the member that changed (follower
   edges), and one batched read gets their scores and rivals lists.
 * ``newLeader``: the first entry of the listing changed from one member to another. The
-  board's last known leader is kept in one item; only a change that can move the lead
-  (a member now better than the stored leader, or the leader itself changing) costs the
-  bounded check: one ``Limit=1`` query per shard.
+  board's last known leader is kept in one item. A record whose member is now better
+  than that leader says by itself that the lead changed; only when the leader itself
+  falls back or leaves is the index asked, with one ``Limit=1`` query per shard.
 
 Each notification's id derives from the stream record that caused it, so a record
 delivered twice yields each notification once in the inbox. A leader change is recorded
