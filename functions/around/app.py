@@ -12,8 +12,9 @@ app = http.create_app()
 def around(boardId: str, memberId: str) -> Response[str]:
     board_id = http.path_board(app, boardId)
     member_id = http.path_member(app, memberId)
-    radius = validation.query_int(http.query(app), "radius", 5, 0, validation.MAX_RADIUS)
-    page = default_service().around(board_id, member_id, radius)
+    params = http.query(app)
+    radius = validation.query_int(params, "radius", 5, 0, validation.MAX_RADIUS)
+    page = default_service().around(board_id, member_id, radius, params.get("period"))
     return http.json_response(
         200,
         {"boardId": board_id, "entries": [entry.to_json() for entry in page.entries], "total": page.total},

@@ -10,7 +10,10 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>/members/<memberId>")
 def get_member(boardId: str, memberId: str) -> Response[str]:
-    member = default_service().get_member(http.path_board(app, boardId), http.path_member(app, memberId))
+    period = http.query(app).get("period")
+    member = default_service().get_member(
+        http.path_board(app, boardId), http.path_member(app, memberId), period
+    )
     return http.json_response(200, member.to_json())
 
 

@@ -10,7 +10,8 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>/members/<memberId>/rank")
 def rank(boardId: str, memberId: str) -> Response[str]:
-    answer = default_service().rank(http.path_board(app, boardId), http.path_member(app, memberId))
+    period = http.query(app).get("period")
+    answer = default_service().rank(http.path_board(app, boardId), http.path_member(app, memberId), period)
     return http.json_response(200, answer)
 
 

@@ -12,7 +12,7 @@ app = http.create_app()
 def ranks(boardId: str) -> Response[str]:
     board_id = http.path_board(app, boardId)
     member_ids = validation.member_ids(http.body(app, required=True))
-    entries = default_service().ranks(board_id, member_ids)
+    entries = default_service().ranks(board_id, member_ids, http.query(app).get("period"))
     return http.json_response(200, {"entries": [entry.to_json() for entry in entries]})
 
 

@@ -15,7 +15,7 @@ def top(boardId: str) -> Response[str]:
     limit = validation.query_int(params, "limit", 10, 1, validation.MAX_TOP_LIMIT)
     with_data = validation.query_bool(params, "withData")
     validation.query_bool(params, "consistent")  # every read goes to the ranking index today
-    page = default_service().top(board_id, limit, params.get("cursor"), with_data)
+    page = default_service().top(board_id, limit, params.get("cursor"), with_data, params.get("period"))
     return http.json_response(
         200,
         {

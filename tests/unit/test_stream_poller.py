@@ -62,7 +62,7 @@ def test_the_template_filters_pass_what_each_consumer_needs() -> None:
     assert passes("AggregatorFunction", _record(1, event="REMOVE"))
     assert not passes("AggregatorFunction", _record(1, event="MODIFY"))
     assert passes("AggregatorFunction", _record(1, sk="SCORE#all", event="MODIFY"))
-    assert not passes("AggregatorFunction", _record(1, sk="SCORE#all", event="REMOVE"))
+    assert passes("AggregatorFunction", _record(1, sk="SCORE#2026-W47", event="REMOVE"))  # period counts
     assert not passes("AggregatorFunction", _record(1, sk="RIVALS"))
     # The notifier: every score change, removals included (a deleted leader)
     assert passes("NotifierFunction", _record(1, sk="SCORE#all", event="REMOVE"))

@@ -18,15 +18,16 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from podium import numbers
+from podium import numbers, periods
 from podium.changes import ScoreRecord, keys_of, score_record
 from podium.errors import ValidationError
+from podium.keys import ALL_TIME
 from podium.models import BoardSettings, ScoreState
-from podium.store import AlreadyApplied, Store, VersionConflict, parse_member_pk
+from podium.store import AlreadyApplied, ItemMissing, Store, VersionConflict, parse_member_pk
 
 SettingsOf = Callable[[str], BoardSettings]
 Clock = Callable[[], datetime]
@@ -38,17 +39,20 @@ MAX_ATTEMPTS = 64
 class CountChange:
     board_id: str
     delta: int
+    period: str = ALL_TIME
 
 
 def count_change(event_name: str, pk: str, sk: str) -> CountChange | None:
-    """A member is born with the INSERT of its MEMBER item and leaves with its REMOVE."""
-    if sk != "MEMBER" or not pk.startswith("M#"):
+    """A member joins a board with the INSERT of its MEMBER item and leaves with its
+    REMOVE; it joins a period of a time-windowed board with its first score there."""
+    if not pk.startswith("M#") or event_name not in ("INSERT", "REMOVE"):
         return None
+    delta = 1 if event_name == "INSERT" else -1
     board_id, _ = parse_member_pk(pk)
-    if event_name == "INSERT":
-        return CountChange(board_id, 1)
-    if event_name == "REMOVE":
-        return CountChange(board_id, -1)
+    if sk == "MEMBER":
+        return CountChange(board_id, delta)
+    if sk.startswith("SCORE#") and sk != f"SCORE#{ALL_TIME}":
+        return CountChange(board_id, delta, sk.split("#", 1)[1])
     return None
 
 
@@ -71,7 +75,13 @@ class Aggregator:
         pk, sk = keys_of(record)
         change = count_change(str(record.get("eventName")), pk, sk)
         if change is not None:
-            self.store.apply_member_count(str(record["eventID"]), change.board_id, change.delta)
+            expires = None
+            if change.period != ALL_TIME:
+                board = self.settings_of(change.board_id)
+                expires = periods.expires_at(board.reset, change.period, board.retain_periods)
+            self.store.apply_member_count(
+                str(record["eventID"]), change.board_id, change.delta, change.period, expires
+            )
         score = score_record(record)
         if score is not None and score.new is not None and (score.changed or score.event_name == "INSERT"):
             for target in self.settings_of(score.board_id).rollup_to:
@@ -81,44 +91,34 @@ class Aggregator:
         assert record.new is not None
         mark = f"ROLLUP#{target_id}#{record.event_id}"
         target = self.settings_of(target_id)
+        # The target's period is the one the change happened in (the same on redelivery).
+        changed_at = datetime.fromtimestamp(record.changed_us / 1_000_000, tz=UTC)
+        period = periods.period_of(target.reset, changed_at)
         old = record.old if record.old is not None else Decimal(0)
         for attempt in range(MAX_ATTEMPTS):
-            applied, state = self.store.rollup_state(target_id, record.member_id, record.period, mark)
+            applied, state = self.store.rollup_state(target_id, record.member_id, period, mark)
             if applied:
                 return
             now = self.clock()
             new_score = _bounded(rolled_up(target, state.score if state else None, old, record.new))
             reached = int(now.timestamp() * 1_000_000)
-            if state is None:
-                data = self.store.get_data(record.board_id, [record.member_id])[record.member_id]
-                created = self.store.create_member(
-                    target_id,
-                    target,
-                    record.member_id,
-                    data,
-                    ScoreState(new_score, 1, reached),
-                    record.period,
-                    now,
-                    mark=mark,
-                )
-                if created:
-                    return
-                continue
-            if new_score == state.score:
+            if state is not None and new_score == state.score:
                 return  # nothing changes; doing nothing again on redelivery is the same
+            version = state.version if state else None
+            new_state = ScoreState(new_score, (version or 0) + 1, reached)
             try:
                 self.store.write_score(
-                    target_id,
-                    target,
-                    record.member_id,
-                    state.version,
-                    ScoreState(new_score, state.version + 1, reached),
-                    record.period,
-                    mark=mark,
+                    target_id, target, record.member_id, version, new_state, period, mark=mark
                 )
                 return
             except AlreadyApplied:
                 return
+            except ItemMissing:  # the member first appears in the target: with the source's data
+                data = self.store.get_data(record.board_id, [record.member_id])[record.member_id]
+                if self.store.create_member(
+                    target_id, target, record.member_id, data, new_state, period, now, mark=mark
+                ):
+                    return
             except VersionConflict:
                 time.sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
         raise RuntimeError(f"could not roll {record.member_id} up into {target_id}: too much contention")

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from podium import clock, periods
 from podium.keys import RankOrder
 
 ORDERS = ("desc", "asc")
@@ -73,6 +74,10 @@ class Board:
             "memberCount": self.member_count,
             "createdAt": iso(self.created_at),
         }
+        if self.settings.reset != "never":
+            body["reset"] = self.settings.reset
+            body["period"] = periods.period_of(self.settings.reset, clock.now())
+            body["retainPeriods"] = self.settings.retain_periods
         if self.settings.rollup_to:
             body["rollupTo"] = list(self.settings.rollup_to)
         return body
@@ -91,7 +96,7 @@ class ScoreState:
 class Member:
     board_id: str
     member_id: str
-    score: Decimal
+    score: Decimal | None  # None: no score in the period read (time-windowed boards)
     data: dict[str, Any]
     created_at: datetime
     updated_at: datetime
@@ -141,7 +146,7 @@ class Page:
 class ScoreChange:
     member_id: str
     score: Decimal
-    previous_score: Decimal
+    previous_score: Decimal | None  # None: the first score of a period
 
     def to_json(self) -> dict[str, Any]:
         return {"memberId": self.member_id, "score": self.score, "previousScore": self.previous_score}

@@ -10,12 +10,12 @@ import random
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from functools import cache
 from typing import Any
 
-from podium import numbers
+from podium import clock, numbers, periods
 from podium.errors import Conflict, NotFound, ValidationError
 from podium.keys import ALL_TIME, Cursor, rank_partition_key
 from podium.models import (
@@ -43,17 +43,18 @@ MAX_WRITE_ATTEMPTS = 64
 
 
 def system_clock() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 def to_microseconds(moment: datetime) -> int:
     return int(moment.timestamp() * 1_000_000)
 
 
-def apply_operator(settings: BoardSettings, old: Decimal, value: Decimal) -> Decimal:
+def apply_operator(settings: BoardSettings, old: Decimal | None, value: Decimal) -> Decimal:
+    """The score after a submission; ``old`` is None for the first one of a period."""
     if settings.operator == "increment":
-        return numbers.add(old, value)
-    if settings.operator == "best":
+        return numbers.add(old if old is not None else Decimal(0), value)
+    if settings.operator == "best" and old is not None:
         return value if settings.is_better(value, old) else old
     return value
 
@@ -123,25 +124,36 @@ class LeaderboardService:
 
     # -- members ----------------------------------------------------------------------
 
+    def period(self, settings: BoardSettings, requested: str | None = None) -> str:
+        """The period a request means: the current one by the clock, unless it asks for
+        ``previous`` or a period id (time-windowed boards)."""
+        return periods.resolve(settings.reset, requested, self.clock(), settings.retain_periods)
+
     def put_member(self, board_id: str, member_id: str, request: MemberRequest) -> tuple[Member, bool]:
+        """Add the member or replace its data; a score given goes to the current period
+        (on a board that never resets, a new member starts at 0)."""
         settings = self.board_settings(board_id)
+        windowed = settings.reset != "never"
         for attempt in range(MAX_WRITE_ATTEMPTS):
             now = self.clock()
-            profile, state = self.store.get_member(board_id, member_id, ALL_TIME)
-            if profile is None or state is None:
-                score = request.score if request.score is not None else Decimal(0)
+            period = periods.period_of(settings.reset, now)
+            profile, state = self.store.get_member(board_id, member_id, period)
+            reached = to_microseconds(now)
+            if profile is None:
+                score = request.score if request.score is not None or windowed else Decimal(0)
                 data = request.data if request.data is not None else {}
-                new_state = ScoreState(score, 1, to_microseconds(now))
-                if self.store.create_member(board_id, settings, member_id, data, new_state, ALL_TIME, now):
+                new_state = ScoreState(score, 1, reached) if score is not None else None
+                if self.store.create_member(board_id, settings, member_id, data, new_state, period, now):
                     return Member(board_id, member_id, score, data, now, now), True
                 continue
             change = None
-            score = state.score
-            if request.score is not None and request.score != state.score:
+            score = state.score if state else None
+            if request.score is not None and request.score != score:
                 score = request.score
-                change = (state.version, ScoreState(score, state.version + 1, to_microseconds(now)))
+                version = state.version if state else None
+                change = (version, ScoreState(score, (version or 0) + 1, reached))
             try:
-                self.store.update_member(board_id, settings, member_id, request.data, change, ALL_TIME, now)
+                self.store.update_member(board_id, settings, member_id, request.data, change, period, now)
             except (VersionConflict, ItemMissing):
                 _backoff(attempt)
                 continue
@@ -149,42 +161,57 @@ class LeaderboardService:
             return Member(board_id, member_id, score, data, profile["createdAt"], now), False
         raise Conflict(f"member {member_id} is being changed by many writers at once; retry")
 
-    def get_member(self, board_id: str, member_id: str) -> Member:
-        self.board_settings(board_id)
-        profile, state = self.store.get_member(board_id, member_id, ALL_TIME)
-        if profile is None or state is None:
+    def get_member(self, board_id: str, member_id: str, requested_period: str | None = None) -> Member:
+        settings = self.board_settings(board_id)
+        period = self.period(settings, requested_period)
+        profile, state = self.store.get_member(board_id, member_id, period)
+        if profile is None:
             raise NotFound(f"member {member_id} does not exist on board {board_id}")
         return Member(
-            board_id, member_id, state.score, profile["data"], profile["createdAt"], profile["updatedAt"]
+            board_id,
+            member_id,
+            state.score if state else None,
+            profile["data"],
+            profile["createdAt"],
+            profile["updatedAt"],
         )
 
     def delete_member(self, board_id: str, member_id: str) -> None:
         self.board_settings(board_id)
-        self.store.delete_member(board_id, member_id, ALL_TIME)
+        self.store.delete_member(board_id, member_id)
 
     def submit_score(self, board_id: str, member_id: str, value: Decimal) -> ScoreChange:
-        """Apply the board's operator atomically: read, compute, write if unchanged since."""
+        """Apply the board's operator atomically: read, compute, write if unchanged since.
+        On a time-windowed board the first submission of a period starts its score."""
         settings = self.board_settings(board_id)
         for attempt in range(MAX_WRITE_ATTEMPTS):
-            state = self.store.get_score(board_id, member_id, ALL_TIME)
-            if state is None:
+            now = self.clock()
+            period = periods.period_of(settings.reset, now)
+            state = self.store.get_score(board_id, member_id, period)
+            if state is None and settings.reset == "never":
                 raise NotFound(
                     f"member {member_id} does not exist on board {board_id}; add it with PUT first"
                 )
-            new_score = apply_operator(settings, state.score, value)
+            old = state.score if state else None
+            new_score = apply_operator(settings, old, value)
             try:
                 new_score = numbers.check_score(new_score, "score")
             except ValidationError as error:
                 raise ValidationError(f"value would take the score out of bounds: {error.message}") from error
-            if new_score == state.score:
+            if state is not None and new_score == state.score:
                 return ScoreChange(member_id, state.score, state.score)
-            new_state = ScoreState(new_score, state.version + 1, to_microseconds(self.clock()))
+            version = state.version if state else None
+            new_state = ScoreState(new_score, (version or 0) + 1, to_microseconds(now))
             try:
-                self.store.write_score(board_id, settings, member_id, state.version, new_state, ALL_TIME)
+                self.store.write_score(board_id, settings, member_id, version, new_state, period)
+            except ItemMissing as error:
+                raise NotFound(
+                    f"member {member_id} does not exist on board {board_id}; add it with PUT first"
+                ) from error
             except VersionConflict:
                 _backoff(attempt)
                 continue
-            return ScoreChange(member_id, new_score, state.score)
+            return ScoreChange(member_id, new_score, old)
         raise Conflict(f"member {member_id} is being changed by many writers at once; retry")
 
     # -- rivals and notifications -----------------------------------------------------
@@ -219,8 +246,17 @@ class LeaderboardService:
 
     # -- rankings ---------------------------------------------------------------------
 
-    def _partitions(self, board_id: str, settings: BoardSettings) -> list[str]:
-        return [rank_partition_key(board_id, ALL_TIME, shard) for shard in range(settings.shards)]
+    def _partitions(self, board_id: str, settings: BoardSettings, period: str) -> list[str]:
+        return [rank_partition_key(board_id, period, shard) for shard in range(settings.shards)]
+
+    def _view(self, board_id: str, requested_period: str | None) -> tuple[Board, str, int]:
+        """The board, the period read, and ``total``: the board's memberCount, or on a
+        time-windowed board the number of members with a score in that period."""
+        board = self.get_board(board_id)
+        period = self.period(board.settings, requested_period)
+        if period == ALL_TIME:
+            return board, period, board.member_count
+        return board, period, self.store.period_count(board_id, period)
 
     def _count_below(self, partitions: list[str], bound: str) -> int:
         return sum(self.store.gather(lambda p: self.store.count_index(p, below=bound), partitions))
@@ -228,13 +264,21 @@ class LeaderboardService:
     def _count_between(self, partitions: list[str], low: str, high: str) -> int:
         return sum(self.store.gather(lambda p: self.store.count_index(p, between=(low, high)), partitions))
 
-    def top(self, board_id: str, limit: int, cursor_text: str | None, with_data: bool) -> Page:
-        board = self.get_board(board_id)
+    def top(
+        self,
+        board_id: str,
+        limit: int,
+        cursor_text: str | None,
+        with_data: bool,
+        requested_period: str | None = None,
+    ) -> Page:
+        board, period, total = self._view(board_id, requested_period)
         settings = board.settings
         order = settings.rank_order
-        cursor = Cursor.decode(cursor_text, board_id) if cursor_text is not None else None
+        scope = f"{board_id}#{period}"  # a cursor continues the listing it came from
+        cursor = Cursor.decode(cursor_text, scope) if cursor_text is not None else None
         after = cursor.sort_key if cursor else None
-        partitions = self._partitions(board_id, settings)
+        partitions = self._partitions(board_id, settings, period)
         pages = self.store.gather(
             lambda p: self.store.index_keys(p, after=after, limit=limit + 1), partitions
         )
@@ -260,9 +304,9 @@ class LeaderboardService:
         if len(keys) > limit and ranked:
             last = ranked[-1]
             next_cursor = Cursor(
-                board_id, entries[-1].sort_key, first_position + len(ranked) - 1, last.rank
+                scope, entries[-1].sort_key, first_position + len(ranked) - 1, last.rank
             ).encode()
-        return Page(entries=ranked, total=board.member_count, next_cursor=next_cursor)
+        return Page(entries=ranked, total=total, next_cursor=next_cursor)
 
     def _with_data(self, board_id: str, entries: list[RankedEntry]) -> list[RankedEntry]:
         data = self.store.get_data(board_id, [entry.member_id for entry in entries])
@@ -271,32 +315,31 @@ class LeaderboardService:
             for entry in entries
         ]
 
-    def _member_entry(self, board_id: str, settings: BoardSettings, member_id: str) -> IndexEntry:
-        state = self.store.get_score(board_id, member_id, ALL_TIME)
+    def _member_entry(
+        self, board_id: str, settings: BoardSettings, member_id: str, period: str
+    ) -> IndexEntry:
+        state = self.store.get_score(board_id, member_id, period)
         if state is None:
-            raise NotFound(f"member {member_id} does not exist on board {board_id}")
+            if period == ALL_TIME:
+                raise NotFound(f"member {member_id} does not exist on board {board_id}")
+            raise NotFound(f"member {member_id} has no score in period {period} of board {board_id}")
         key = settings.rank_order.sort_key(state.score, member_id, state.reached_at_us)
         return IndexEntry(sort_key=key, member_id=member_id, score=state.score)
 
-    def rank(self, board_id: str, member_id: str) -> dict[str, Any]:
-        board = self.get_board(board_id)
+    def rank(self, board_id: str, member_id: str, requested_period: str | None = None) -> dict[str, Any]:
+        board, period, total = self._view(board_id, requested_period)
         order = board.settings.rank_order
-        entry = self._member_entry(board_id, board.settings, member_id)
+        entry = self._member_entry(board_id, board.settings, member_id, period)
         bound = entry.sort_key if order.earliest else order.score_bound(entry.score)
-        better = self._count_below(self._partitions(board_id, board.settings), bound)
-        return {
-            "memberId": member_id,
-            "score": entry.score,
-            "rank": better + 1,
-            "total": board.member_count,
-        }
+        better = self._count_below(self._partitions(board_id, board.settings, period), bound)
+        return {"memberId": member_id, "score": entry.score, "rank": better + 1, "total": total}
 
-    def around(self, board_id: str, member_id: str, radius: int) -> Page:
-        board = self.get_board(board_id)
+    def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
+        board, period, total = self._view(board_id, requested_period)
         settings = board.settings
         order = settings.rank_order
-        me = self._member_entry(board_id, settings, member_id)
-        partitions = self._partitions(board_id, settings)
+        me = self._member_entry(board_id, settings, member_id, period)
+        partitions = self._partitions(board_id, settings, period)
         reach = 2 * radius
 
         def neighbours(partition: str) -> tuple[list[str], list[str]]:
@@ -328,19 +371,21 @@ class LeaderboardService:
         ranked = assign_ranks(
             entries, earliest=order.earliest, first_position=first_position, previous=previous
         )
-        return Page(entries=ranked, total=board.member_count)
+        return Page(entries=ranked, total=total)
 
-    def ranks(self, board_id: str, member_ids: list[str]) -> list[RankedEntry]:
+    def ranks(
+        self, board_id: str, member_ids: list[str], requested_period: str | None = None
+    ) -> list[RankedEntry]:
         """Board-wide ranks of several members, in listing order.
 
         The members' bounds are sorted, and the index is counted segment by segment
         (below the first bound, then between consecutive bounds), so the items read add
         up to the members above the lowest one, not to the sum of every rank.
         """
-        board = self.get_board(board_id)
+        board, period, _ = self._view(board_id, requested_period)
         settings = board.settings
         order = settings.rank_order
-        states = self.store.get_scores(board_id, member_ids, ALL_TIME)
+        states = self.store.get_scores(board_id, member_ids, period)
         entries = sorted(
             (IndexEntry(order.sort_key(s.score, m, s.reached_at_us), m, s.score) for m, s in states.items()),
             key=lambda e: e.sort_key,
@@ -348,7 +393,7 @@ class LeaderboardService:
         if not entries:
             return []
         bounds = [e.sort_key if order.earliest else order.score_bound(e.score) for e in entries]
-        partitions = self._partitions(board_id, settings)
+        partitions = self._partitions(board_id, settings, period)
         tasks: list[tuple[str, int]] = [(p, i) for i in range(len(bounds)) for p in partitions]
 
         def count(task: tuple[str, int]) -> int:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from podium import numbers
+from podium import numbers, periods
 from podium.config import Settings
 from podium.errors import Throttled
 from podium.keys import ALL_TIME, SEPARATOR, rank_partition_key, shard_of
@@ -88,6 +88,10 @@ class LeaderState:
 
 def board_key(board_id: str) -> dict[str, Any]:
     return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": "BOARD"}}
+
+
+def period_count_key(board_id: str, period: str) -> dict[str, Any]:
+    return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": f"COUNT#{period}"}}
 
 
 def member_pk(board_id: str, member_id: str) -> str:
@@ -206,6 +210,12 @@ class Store:
         no_leader_yet = {**_leader_key(board.board_id, ALL_TIME), "lv": {"N": "0"}}
         return self._create_together([item], also=[catalog_entry, no_leader_yet])
 
+    def period_count(self, board_id: str, period: str) -> int:
+        with _translate_throttling():
+            response = self.client.get_item(TableName=self.table, Key=period_count_key(board_id, period))
+        item = response.get("Item")
+        return max(0, int(item["memberCount"]["N"])) if item else 0
+
     def set_board_title(self, board_id: str, title: str) -> None:
         with _translate_throttling():
             self.client.update_item(
@@ -290,24 +300,29 @@ class Store:
         settings: BoardSettings,
         member_id: str,
         data: dict[str, Any],
-        state: ScoreState,
+        state: ScoreState | None,
         period: str,
         now: datetime,
         mark: str | None = None,
     ) -> bool:
-        """Create the profile and score items together (with ``mark``, the mark of the
-        stream record that causes it); False, writing nothing, when any exists."""
+        """Create the profile and (unless ``state`` is None) score items together, with
+        ``mark``, the mark of the stream record that causes it; False, writing nothing,
+        when any of them exists."""
         profile = {
             **profile_key(board_id, member_id),
             "data": {"S": numbers.dumps(data)},
             "createdAt": {"S": _timestamp(now)},
             "updatedAt": {"S": _timestamp(now)},
         }
-        score = {
-            **score_key(board_id, member_id, period),
-            **self._score_attributes(board_id, settings, member_id, state, period),
-        }
-        return self._create_together([profile, score] + ([mark_item(mark)] if mark else []))
+        items = [profile]
+        if state is not None:
+            items.append(
+                {
+                    **score_key(board_id, member_id, period),
+                    **self._score_attributes(board_id, settings, member_id, state, period),
+                }
+            )
+        return self._create_together(items + ([mark_item(mark)] if mark else []))
 
     def update_member(
         self,
@@ -315,7 +330,7 @@ class Store:
         settings: BoardSettings,
         member_id: str,
         data: dict[str, Any] | None,
-        score: tuple[int, ScoreState] | None,
+        score: tuple[int | None, ScoreState] | None,
         period: str,
         now: datetime,
     ) -> None:
@@ -367,74 +382,112 @@ class Store:
         board_id: str,
         settings: BoardSettings,
         member_id: str,
-        expected_version: int,
+        expected_version: int | None,
         state: ScoreState,
         period: str,
         mark: str | None = None,
     ) -> None:
-        """Replace the score item if it still has ``expected_version`` (optimistic locking).
+        """Replace the score item if it still has ``expected_version`` (optimistic
+        locking), or (None) write the member's first score in ``period`` if the member
+        exists (else ItemMissing).
 
         With ``mark``, the mark of the stream record that causes the change is written in
         the same transaction, so the change is applied once (else AlreadyApplied)."""
         from botocore.exceptions import ClientError
 
         put: Any = self._score_put(board_id, settings, member_id, state, period, expected_version)
+        actions: list[tuple[str, Any]] = []
         if mark is not None:
-            try:
-                with _translate_throttling():
-                    self.client.transact_write_items(
-                        TransactItems=[
-                            {
-                                "Put": {
-                                    "TableName": self.table,
-                                    "Item": mark_item(mark),
-                                    "ConditionExpression": "attribute_not_exists(pk)",
-                                }
-                            },
-                            {"Put": put},
-                        ]
-                    )
-            except ClientError as error:
-                codes = _cancellation_codes(error)
-                if codes and codes[0] == "ConditionalCheckFailed":
-                    raise AlreadyApplied(mark) from error
-                if "ConditionalCheckFailed" in codes:
-                    raise VersionConflict(member_id) from error
-                raise
-            return
+            actions.append(
+                (
+                    "mark",
+                    {
+                        "Put": {
+                            "TableName": self.table,
+                            "Item": mark_item(mark),
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                )
+            )
+        if expected_version is None:
+            actions.append(
+                (
+                    "member",
+                    {
+                        "ConditionCheck": {
+                            "TableName": self.table,
+                            "Key": profile_key(board_id, member_id),
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                )
+            )
+        actions.append(("score", {"Put": put}))
         try:
             with _translate_throttling():
-                self.client.put_item(**put)
+                if len(actions) == 1:
+                    self.client.put_item(**put)
+                else:
+                    self.client.transact_write_items(TransactItems=[action for _, action in actions])
         except ClientError as error:
+            codes = _cancellation_codes(error)
+            failed = {
+                name
+                for (name, _), code in zip(actions, codes, strict=False)
+                if code == "ConditionalCheckFailed"
+            }
             if _error_code(error) == "ConditionalCheckFailedException":
+                failed = {"score"}
+            if "mark" in failed:
+                raise AlreadyApplied(str(mark)) from error
+            if "member" in failed:
+                raise ItemMissing(member_id) from error
+            if "score" in failed:
                 raise VersionConflict(member_id) from error
             raise
 
-    def delete_member(self, board_id: str, member_id: str, period: str) -> None:
+    def delete_member(self, board_id: str, member_id: str) -> None:
+        """Delete every item of the member (its scores in every period, its rivals list),
+        the profile last: a delete that fails half-way is finished by its retry."""
+        pk = member_pk(board_id, member_id)
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": pk}},
+            "ProjectionExpression": "sk",
+            "ConsistentRead": True,
+        }
+        keys: list[str] = []
+        while True:
+            with _translate_throttling():
+                response = self.client.query(**request)
+            keys.extend(item["sk"]["S"] for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        self._batch_write(
+            [{"DeleteRequest": {"Key": {"pk": {"S": pk}, "sk": {"S": k}}}} for k in keys if k != "MEMBER"]
+        )
         with _translate_throttling():
-            self.client.transact_write_items(
-                TransactItems=[
-                    {"Delete": {"TableName": self.table, "Key": profile_key(board_id, member_id)}},
-                    {
-                        "Delete": {
-                            "TableName": self.table,
-                            "Key": score_key(board_id, member_id, period),
-                        }
-                    },
-                ]
-            )
+            self.client.delete_item(TableName=self.table, Key=profile_key(board_id, member_id))
 
     def _score_attributes(
         self, board_id: str, settings: BoardSettings, member_id: str, state: ScoreState, period: str
     ) -> dict[str, Any]:
         order = settings.rank_order
-        return {
+        attributes = {
             "s": _serializer.serialize(state.score),
             "v": {"N": str(state.version)},
             "t": {"N": str(state.reached_at_us)},
             "rpk": {"S": rank_partition_key(board_id, period, shard_of(member_id, settings.shards))},
             "rsk": {"S": order.sort_key(state.score, member_id, state.reached_at_us)},
         }
+        if period != ALL_TIME:  # a period's ranking expires once it is past retainPeriods
+            attributes["ttl"] = {
+                "N": str(periods.expires_at(settings.reset, period, settings.retain_periods))
+            }
+        return attributes
 
     def _score_put(
         self,
@@ -443,17 +496,22 @@ class Store:
         member_id: str,
         state: ScoreState,
         period: str,
-        expected_version: int,
+        expected_version: int | None,
     ) -> dict[str, Any]:
-        return {
+        """The put of a score item: over version ``expected_version``, or (None) as the
+        member's first score in ``period``."""
+        put: dict[str, Any] = {
             "TableName": self.table,
             "Item": {
                 **score_key(board_id, member_id, period),
                 **self._score_attributes(board_id, settings, member_id, state, period),
             },
-            "ConditionExpression": "v = :expected",
-            "ExpressionAttributeValues": {":expected": {"N": str(expected_version)}},
+            "ConditionExpression": "attribute_not_exists(pk)",
         }
+        if expected_version is not None:
+            put["ConditionExpression"] = "v = :expected"
+            put["ExpressionAttributeValues"] = {":expected": {"N": str(expected_version)}}
+        return put
 
     # -- the ranking index ------------------------------------------------------------
 
@@ -526,33 +584,42 @@ class Store:
 
     # -- the change stream ------------------------------------------------------------
 
-    def apply_member_count(self, event_id: str, board_id: str, delta: int) -> bool:
-        """Add ``delta`` to the board's memberCount once per stream record; False when this
-        record was applied before (a redelivery)."""
+    def apply_member_count(
+        self, event_id: str, board_id: str, delta: int, period: str = ALL_TIME, expires: int | None = None
+    ) -> bool:
+        """Add ``delta`` to the board's memberCount (or, for a period of a time-windowed
+        board, to that period's count) once per stream record; False when this record was
+        applied before (a redelivery)."""
         from botocore.exceptions import ClientError
 
+        if period == ALL_TIME:
+            counter: dict[str, Any] = {
+                "Key": board_key(board_id),
+                "UpdateExpression": "ADD memberCount :d",
+                "ConditionExpression": "attribute_exists(pk)",
+                "ExpressionAttributeValues": {":d": {"N": str(delta)}},
+            }
+        else:
+            counter = {
+                "Key": period_count_key(board_id, period),
+                "UpdateExpression": "ADD memberCount :d SET #ttl = :ttl",
+                "ExpressionAttributeNames": {"#ttl": "ttl"},
+                "ExpressionAttributeValues": {":d": {"N": str(delta)}, ":ttl": {"N": str(expires or 0)}},
+            }
+
+        actions: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": mark_item(f"STREAM#{event_id}"),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {"Update": {"TableName": self.table, **counter}},
+        ]
         try:
             with _translate_throttling():
-                self.client.transact_write_items(
-                    TransactItems=[
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": mark_item(f"STREAM#{event_id}"),
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                        {
-                            "Update": {
-                                "TableName": self.table,
-                                "Key": board_key(board_id),
-                                "UpdateExpression": "ADD memberCount :d",
-                                "ConditionExpression": "attribute_exists(pk)",
-                                "ExpressionAttributeValues": {":d": {"N": str(delta)}},
-                            }
-                        },
-                    ]
-                )
+                self.client.transact_write_items(TransactItems=actions)
         except ClientError as error:
             codes = _cancellation_codes(error)
             if codes and codes[0] == "ConditionalCheckFailed":

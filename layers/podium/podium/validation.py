@@ -10,7 +10,15 @@ from typing import Any
 
 from podium import numbers
 from podium.errors import PayloadTooLarge, ValidationError
-from podium.models import DEFAULT_SHARDS, MAX_SHARDS, OPERATORS, ORDERS, TIE_BREAKS, BoardSettings
+from podium.models import (
+    DEFAULT_SHARDS,
+    MAX_SHARDS,
+    OPERATORS,
+    ORDERS,
+    RESETS,
+    TIE_BREAKS,
+    BoardSettings,
+)
 
 BOARD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MEMBER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,199}")
@@ -21,6 +29,7 @@ MAX_TOP_LIMIT = 1000
 MAX_RADIUS = 50
 MAX_RANKS_IDS = 100
 MAX_ROLLUP_TARGETS = 5
+MAX_RETAIN_PERIODS = 1000
 MAX_RIVALS = 100
 MAX_NOTIFICATIONS_LIMIT = 100
 
@@ -103,7 +112,7 @@ def _rollup_targets(body: dict[str, Any], own_id: str) -> tuple[str, ...]:
 
 
 def board_request(body: dict[str, Any], own_id: str = "") -> BoardRequest:
-    _only(body, ("order", "operator", "tieBreak", "shards", "title", "rollupTo"))
+    _only(body, ("order", "operator", "tieBreak", "shards", "title", "rollupTo", "reset", "retainPeriods"))
     title = body.get("title")
     if title is not None and (not isinstance(title, str) or len(title) > MAX_TITLE):
         raise ValidationError(f"title must be a string of at most {MAX_TITLE} characters")
@@ -113,6 +122,8 @@ def board_request(body: dict[str, Any], own_id: str = "") -> BoardRequest:
         tie_break=_choice(body, "tieBreak", TIE_BREAKS),
         shards=_integer(body.get("shards", DEFAULT_SHARDS), "shards", 1, MAX_SHARDS),
         rollup_to=_rollup_targets(body, own_id),
+        reset=_choice(body, "reset", RESETS),
+        retain_periods=_integer(body.get("retainPeriods", 12), "retainPeriods", 1, MAX_RETAIN_PERIODS),
     )
     return BoardRequest(settings=settings, title=title)
 
