@@ -1,9 +1,11 @@
-"""Stream consumer: each board's memberCount, and rollups into the boards of ``rollupTo``."""
+"""Stream consumer: each board's memberCount, rollups into the boards of ``rollupTo``, and
+the fold of the hot-counter event log."""
 
 from functools import cache
 from typing import Any
 
 from podium.aggregator import Aggregator
+from podium.events import Folder, is_event_insert
 from podium.service import default_service
 from podium.streaming import stream_entrypoint
 
@@ -14,8 +16,19 @@ def aggregator() -> Aggregator:
     return Aggregator(service.store, service.board_settings, service.clock)
 
 
+@cache
+def folder() -> Folder:
+    service = default_service()
+    return Folder(service.store, service.board_settings, service.clock)
+
+
+def fold(records: list[dict[str, Any]]) -> set[str]:
+    return folder().fold(records)
+
+
 def apply(record: dict[str, Any]) -> None:
-    aggregator().apply(record)
+    if not is_event_insert(record):  # logged events were folded for the whole batch
+        aggregator().apply(record)
 
 
-lambda_handler = stream_entrypoint(apply, metric="StreamRecordsAggregated")
+lambda_handler = stream_entrypoint(apply, metric="StreamRecordsAggregated", prepare=fold)

@@ -1,8 +1,9 @@
-"""GET /boards/{boardId}/members/{memberId}: one member."""
+"""GET /boards/{boardId}/members/{memberId}: one member; ``fresh=true`` adds the events
+logged since the last fold."""
 
 from aws_lambda_powertools.event_handler import Response
 
-from podium import http
+from podium import http, validation
 from podium.service import default_service
 
 app = http.create_app()
@@ -10,11 +11,14 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>/members/<memberId>")
 def get_member(boardId: str, memberId: str) -> Response[str]:
-    period = http.query(app).get("period")
-    member = default_service().get_member(
-        http.path_board(app, boardId), http.path_member(app, memberId), period
-    )
-    return http.json_response(200, member.to_json())
+    board_id = http.path_board(app, boardId)
+    member_id = http.path_member(app, memberId)
+    params = http.query(app)
+    period = params.get("period")
+    if validation.query_bool(params, "fresh"):
+        member, pending = default_service().fresh_member(board_id, member_id, period)
+        return http.json_response(200, {**member.to_json(), "pendingEvents": pending})
+    return http.json_response(200, default_service().get_member(board_id, member_id, period).to_json())
 
 
 lambda_handler = http.entrypoint(app)

@@ -472,3 +472,12 @@ def test_notifier_tells_a_follower_it_was_overtaken_once(
     assert [(n["type"], n["byMemberId"], n["score"], n["byScore"]) for n in inbox] == [
         ("overtaken", "img-001.jpg", Decimal(83), Decimal(95))
     ]
+
+
+def test_log_events_accepts_the_whole_request(invoke: Invoke, images: None) -> None:
+    # When three views are logged with the sample event
+    response = invoke("log_events")
+
+    # Then all three are accepted (the fold counts them from the stream, not run here)
+    assert response["statusCode"] == 202, response["body"]
+    assert decimal_body(response) == {"accepted": 3}

@@ -62,6 +62,7 @@ class Board:
     title: str | None
     created_at: datetime
     member_count: int = 0
+    dropped_events: int = 0
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -80,6 +81,8 @@ class Board:
             body["retainPeriods"] = self.settings.retain_periods
         if self.settings.rollup_to:
             body["rollupTo"] = list(self.settings.rollup_to)
+        if self.dropped_events:
+            body["droppedEvents"] = self.dropped_events
         return body
 
 
@@ -143,6 +146,26 @@ class Page:
 
 
 @dataclass(frozen=True)
+class Snapshot:
+    """A board's top 100 and memberCount as the scheduled job recorded them at ``taken_at``
+    (the scheduled time of the run, so a retried run names the same snapshot)."""
+
+    board_id: str
+    snapshot_id: str
+    taken_at: datetime
+    member_count: int
+    entries: list[RankedEntry]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "snapshotId": self.snapshot_id,
+            "takenAt": iso(self.taken_at),
+            "memberCount": self.member_count,
+            "entries": [entry.to_json() for entry in self.entries],
+        }
+
+
+@dataclass(frozen=True)
 class ScoreChange:
     member_id: str
     score: Decimal
@@ -187,3 +210,17 @@ class Notification:
             "byScore": self.by_score,
             "createdAt": iso(self.created_at),
         }
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """One event of the insert-only log of a hot counter (see podium.events)."""
+
+    board_id: str
+    member_id: str
+    period: str
+    key: str  # the item's sort key: "i:{eventId}" for a client id, "g:{uuid}" otherwise
+    value: Decimal
+    insertion: str  # unique per insert: tells a redelivery from a later re-send
+    event_id: str | None = None
+    fold: str | None = None

@@ -15,7 +15,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
-from podium import clock, numbers, periods
+from podium import clock, events, numbers, periods
 from podium.errors import Conflict, NotFound, ValidationError
 from podium.keys import ALL_TIME, Cursor, rank_partition_key
 from podium.models import (
@@ -32,7 +32,7 @@ from podium.models import (
 )
 from podium.ranking import around_window, assign_ranks, decode, merge_shards
 from podium.store import ItemMissing, Store, VersionConflict, default_store
-from podium.validation import BoardRequest, MemberRequest
+from podium.validation import BoardRequest, EventRequest, MemberRequest
 
 Clock = Callable[[], datetime]
 
@@ -213,6 +213,30 @@ class LeaderboardService:
                 continue
             return ScoreChange(member_id, new_score, old)
         raise Conflict(f"member {member_id} is being changed by many writers at once; retry")
+
+    # -- hot counters: the event log --------------------------------------------------
+
+    def log_events(self, board_id: str, requests: list[EventRequest]) -> int:
+        """Insert the events (no read); the fold counts them within seconds."""
+        settings = self.board_settings(board_id)
+        now = self.clock()
+        logged = events.to_log(board_id, settings, requests, now)
+        if logged:
+            self.store.log_events(logged, int(now.timestamp()) + events.LOG_TTL_SECONDS)
+        return len(requests)
+
+    def fresh_member(
+        self, board_id: str, member_id: str, requested_period: str | None = None
+    ) -> tuple[Member, int]:
+        """The member with its score as of now: the last fold plus the events logged since,
+        and how many of its distinct events are not folded yet."""
+        member = self.get_member(board_id, member_id, requested_period)
+        period = self.period(self.board_settings(board_id), requested_period)
+        state, pending_sum, pending = events.fresh_score(self.store, board_id, member_id, period)
+        base = state.score if state else None
+        score = numbers.add(base or Decimal(0), pending_sum) if (base is not None or pending) else None
+        fresh = Member(board_id, member_id, score, member.data, member.created_at, member.updated_at)
+        return fresh, pending
 
     # -- rivals and notifications -----------------------------------------------------
 

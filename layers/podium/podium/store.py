@@ -36,7 +36,7 @@ from podium import numbers, periods
 from podium.config import Settings
 from podium.errors import Throttled
 from podium.keys import ALL_TIME, SEPARATOR, rank_partition_key, shard_of
-from podium.models import Board, BoardSettings, Notification, ScoreState
+from podium.models import Board, BoardSettings, LoggedEvent, Notification, RankedEntry, ScoreState, Snapshot
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -228,25 +228,14 @@ class Store:
 
     def list_boards(self, limit: int, after: str | None) -> tuple[list[Board], str | None]:
         """A page of boards in id order, and the id to continue after (None at the end)."""
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :c",
-            "ExpressionAttributeValues": {":c": {"S": "CATALOG"}},
-            "Limit": limit,
-        }
-        if after is not None:
-            request["ExclusiveStartKey"] = {"pk": {"S": "CATALOG"}, "sk": {"S": after}}
-        with _translate_throttling():
-            response = self.client.query(**request)
-        ids = [item["sk"]["S"] for item in response.get("Items", [])]
+        ids, last = self.list_board_ids(limit, after)
         items = self._batch_get([board_key(board_id) for board_id in ids], consistent=False)
         boards = []
         for board_id in ids:
             item = items.get((f"B#{board_id}", "BOARD"))
             if item is not None:
                 boards.append(_board_from_item(board_id, item))
-        more = "LastEvaluatedKey" in response and bool(ids)
-        return boards, (ids[-1] if more else None)
+        return boards, last
 
     # -- members ----------------------------------------------------------------------
 
@@ -862,6 +851,242 @@ class Store:
             if _error_code(error) != "ConditionalCheckFailedException":
                 raise  # a newer leader record replaced ours: its own pending list stands
 
+    # -- the event log ----------------------------------------------------------------
+
+    def log_events(self, events: Sequence[LoggedEvent], expires: int) -> None:
+        """Insert the events, all or none, in one transaction (inserts only: no read)."""
+        items: list[Any] = []
+        for event in events:
+            item: dict[str, Any] = {
+                **event_key(event),
+                "p": {"S": event.period},
+                "v": _serializer.serialize(event.value),
+                "i": {"S": event.insertion},
+                "ttl": {"N": str(expires)},
+            }
+            if event.event_id is not None:
+                item["e"] = {"S": event.event_id}
+            items.append({"Put": {"TableName": self.table, "Item": item}})
+        with _translate_throttling():
+            self.client.transact_write_items(TransactItems=items)
+
+    def claim_event_id(self, board_id: str, event_id: str, insertion: str, expires: int) -> bool:
+        """The first insert of an eventId on a board claims it for 24 hours; False for a
+        later insert that reuses it (a redelivery of the same insert claims it again)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with _translate_throttling():
+                self.client.put_item(
+                    TableName=self.table,
+                    Item={
+                        **_claim_key(board_id, event_id),
+                        "i": {"S": insertion},
+                        "ttl": {"N": str(expires)},
+                    },
+                    ConditionExpression="attribute_not_exists(pk) OR i = :i",
+                    ExpressionAttributeValues={":i": {"S": insertion}},
+                )
+        except ClientError as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def claim_for_fold(self, event: LoggedEvent, fold: str, member_pk_: str) -> tuple[str, str]:
+        """Mark the logged event as being folded by ``fold``: ("mine", the insertion it
+        now holds - a re-send before the fold replaces the item), or ("folded", …) when an
+        earlier fold committed it, or ("gone", …). A fold that never committed is taken
+        over: a stream shard is processed by one invocation at a time, so its owner ended."""
+        from botocore.exceptions import ClientError
+
+        expected: str | None = None
+        for _ in range(3):
+            condition = "attribute_exists(pk) AND " + (
+                "fold = :old" if expected else "(attribute_not_exists(fold) OR fold = :f)"
+            )
+            values: dict[str, Any] = {":f": {"S": fold}}
+            if expected:
+                values[":old"] = {"S": expected}
+            try:
+                with _translate_throttling():
+                    response = self.client.update_item(
+                        TableName=self.table,
+                        Key=event_key(event),
+                        UpdateExpression="SET fold = :f",
+                        ConditionExpression=condition,
+                        ExpressionAttributeValues=values,
+                        ReturnValues="ALL_NEW",
+                        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    )
+                return "mine", str(response["Attributes"]["i"]["S"])
+            except ClientError as error:
+                if _error_code(error) != "ConditionalCheckFailedException":
+                    raise
+                old = getattr(error, "response", {}).get("Item") or {}
+                if not old:
+                    return "gone", ""
+                previous = old.get("fold", {}).get("S")
+                if previous and self.fold_committed(member_pk_, previous):
+                    return "folded", ""
+                expected = previous
+        return "gone", ""
+
+    def fold_committed(self, member_pk_: str, fold: str) -> bool:
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table, Key=_fold_mark_key(member_pk_, fold), ConsistentRead=True
+            )
+        return "Item" in response
+
+    def committed_folds(self, member_pk_: str, folds: set[str]) -> set[str]:
+        items = self._batch_get([_fold_mark_key(member_pk_, f) for f in folds], consistent=True)
+        return {f for f in folds if (f"FOLD#{member_pk_}#{f}", "APPLIED") in items}
+
+    def id_claims(self, board_id: str, event_ids: set[str]) -> dict[str, str]:
+        items = self._batch_get([_claim_key(board_id, e) for e in event_ids], consistent=True)
+        claims = {}
+        for event_id in event_ids:
+            key = _claim_key(board_id, event_id)
+            item = items.get((key["pk"]["S"], key["sk"]["S"]))
+            if item:
+                claims[event_id] = item["i"]["S"]
+        return claims
+
+    def delete_events(self, events: Sequence[LoggedEvent]) -> None:
+        self._batch_write([{"DeleteRequest": {"Key": event_key(e)}} for e in events])
+
+    def count_dropped(self, board_id: str, member_pk_: str, fold: str, count: int) -> None:
+        """Add ``count`` to the board's droppedEvents, once per fold."""
+        from botocore.exceptions import ClientError
+
+        actions: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": mark_item(f"FOLD#{member_pk_}#{fold}"),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": board_key(board_id),
+                    "UpdateExpression": "ADD droppedEvents :n",
+                    "ExpressionAttributeValues": {":n": {"N": str(count)}},
+                }
+            },
+        ]
+        try:
+            with _translate_throttling():
+                self.client.transact_write_items(TransactItems=actions)
+        except ClientError as error:
+            if "ConditionalCheckFailed" not in _cancellation_codes(error):
+                raise
+
+    def pending_events(self, board_id: str, member_id: str) -> list[LoggedEvent]:
+        """The member's logged events not yet deleted by a fold: one consistent query per
+        bucket, concurrently; the items read are the pending events themselves."""
+
+        def bucket(index: int) -> list[LoggedEvent]:
+            request: dict[str, Any] = {
+                "TableName": self.table,
+                "KeyConditionExpression": "pk = :p",
+                "ExpressionAttributeValues": {":p": {"S": _event_pk(board_id, member_id, index)}},
+                "ConsistentRead": True,
+            }
+            found: list[LoggedEvent] = []
+            while True:
+                with _translate_throttling():
+                    response = self.client.query(**request)
+                found.extend(
+                    _event_from_item(board_id, member_id, item) for item in response.get("Items", [])
+                )
+                if "LastEvaluatedKey" not in response:
+                    return found
+                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+        return [event for events in self.gather(bucket, list(range(EVENT_BUCKETS))) for event in events]
+
+    # -- snapshots ----------------------------------------------------------------------
+    # The scheduled job's record of every board: S#{boardId} / {takenAt, ISO with µs, UTC},
+    # so a query with ScanIndexForward=False lists a board's snapshots newest first.
+
+    def list_board_ids(self, limit: int, after: str | None) -> tuple[list[str], str | None]:
+        """A page of board ids from the catalog, in id order, and the id to continue
+        after (None at the end)."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :c",
+            "ExpressionAttributeValues": {":c": {"S": "CATALOG"}},
+            "Limit": limit,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = {"pk": {"S": "CATALOG"}, "sk": {"S": after}}
+        with _translate_throttling():
+            response = self.client.query(**request)
+        ids = [item["sk"]["S"] for item in response.get("Items", [])]
+        more = "LastEvaluatedKey" in response and bool(ids)
+        return ids, (ids[-1] if more else None)
+
+    def put_snapshot(self, snapshot: Snapshot, expires_at: int) -> bool:
+        """Record the snapshot; False, writing nothing, when the snapshot of that board and
+        time is there already (a retried run keeps the first one)."""
+        from botocore.exceptions import ClientError
+
+        item = {
+            **snapshot_key(snapshot.board_id, snapshot.taken_at),
+            "id": {"S": snapshot.snapshot_id},
+            "memberCount": {"N": str(snapshot.member_count)},
+            "entries": {"S": numbers.dumps([entry.to_json() for entry in snapshot.entries])},
+            "ttl": {"N": str(expires_at)},
+        }
+        try:
+            with _translate_throttling():
+                self.client.put_item(
+                    TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)"
+                )
+        except ClientError as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def list_snapshots(
+        self, board_id: str, limit: int, before_sort_key: str | None, now_s: int | None = None
+    ) -> tuple[list[Snapshot], str | None]:
+        """A page of the board's snapshots, newest first, taken before ``before_sort_key``
+        (None: from the newest), and the sort key to continue before (None at the end).
+        Snapshots past their TTL that DynamoDB has not yet removed are skipped."""
+        condition = "pk = :p"
+        values: dict[str, Any] = {
+            ":p": {"S": f"S#{board_id}"},
+            ":now": {"N": str(int(time.time()) if now_s is None else now_s)},
+        }
+        if before_sort_key is not None:
+            condition += " AND sk < :b"
+            values[":b"] = {"S": before_sort_key}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": condition,
+            "FilterExpression": "#ttl > :now",
+            "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,
+        }
+        found: list[dict[str, Any]] = []
+        while len(found) <= limit:
+            request["Limit"] = limit + 1 - len(found)
+            with _translate_throttling():
+                response = self.client.query(**request)
+            found.extend(response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        page = found[:limit]
+        next_key = page[-1]["sk"]["S"] if len(found) > limit and page else None
+        return [_snapshot_from_item(board_id, item) for item in page], next_key
+
     # -- helpers ----------------------------------------------------------------------
 
     def _create_together(
@@ -987,6 +1212,50 @@ def _notification_from_item(item: dict[str, Any]) -> Notification:
     )
 
 
+EVENT_BUCKETS = 64  # a hot member's events spread over 64 partition keys (docs/capacity.md)
+
+
+def _event_pk(board_id: str, member_id: str, bucket: int) -> str:
+    return f"P#{board_id}{SEPARATOR}{member_id}{SEPARATOR}{bucket}"
+
+
+def event_key(event: LoggedEvent) -> dict[str, Any]:
+    bucket = shard_of(event.key, EVENT_BUCKETS)
+    return {"pk": {"S": _event_pk(event.board_id, event.member_id, bucket)}, "sk": {"S": event.key}}
+
+
+def parse_event_pk(pk: str) -> tuple[str, str]:
+    """``P#{boardId}#{memberId}#{bucket}`` -> (boardId, memberId)."""
+    board_id, rest = pk[2:].split(SEPARATOR, 1)
+    return board_id, rest.rsplit(SEPARATOR, 1)[0]
+
+
+def _event_from_item(board_id: str, member_id: str, item: dict[str, Any]) -> LoggedEvent:
+    return LoggedEvent(
+        board_id=board_id,
+        member_id=member_id,
+        period=item["p"]["S"],
+        key=item["sk"]["S"],
+        value=_deserializer.deserialize(item["v"]),
+        insertion=item["i"]["S"],
+        event_id=item["e"]["S"] if "e" in item else None,
+        fold=item["fold"]["S"] if "fold" in item else None,
+    )
+
+
+def event_from_image(pk: str, image: dict[str, Any]) -> LoggedEvent:
+    board_id, member_id = parse_event_pk(pk)
+    return _event_from_item(board_id, member_id, image)
+
+
+def _claim_key(board_id: str, event_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"EID#{board_id}{SEPARATOR}{event_id}"}, "sk": {"S": "EID"}}
+
+
+def _fold_mark_key(member_pk_: str, fold: str) -> dict[str, Any]:
+    return {"pk": {"S": f"FOLD#{member_pk_}#{fold}"}, "sk": {"S": "APPLIED"}}
+
+
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
     return {name: _deserializer.deserialize(value) for name, value in item.items()}
 
@@ -1008,6 +1277,7 @@ def _board_from_item(board_id: str, item: dict[str, Any]) -> Board:
         title=plain.get("title"),
         created_at=_parse_timestamp(plain["createdAt"]),
         member_count=max(0, int(plain.get("memberCount", 0))),
+        dropped_events=int(plain.get("droppedEvents", 0)),
     )
 
 
@@ -1023,6 +1293,30 @@ def _profile_from_item(item: dict[str, Any]) -> dict[str, Any]:
         "createdAt": _parse_timestamp(item["createdAt"]["S"]),
         "updatedAt": _parse_timestamp(item["updatedAt"]["S"]),
     }
+
+
+def snapshot_sort_key(taken_at: datetime) -> str:
+    """The snapshot's sort key: its time, ISO 8601 with microseconds in UTC, whose byte
+    order is time order."""
+    return _timestamp(taken_at)
+
+
+def snapshot_key(board_id: str, taken_at: datetime) -> dict[str, Any]:
+    return {"pk": {"S": f"S#{board_id}"}, "sk": {"S": snapshot_sort_key(taken_at)}}
+
+
+def _snapshot_from_item(board_id: str, item: dict[str, Any]) -> Snapshot:
+    entries = [
+        RankedEntry(rank=int(entry["rank"]), member_id=entry["memberId"], score=entry["score"])
+        for entry in numbers.loads(item["entries"]["S"])
+    ]
+    return Snapshot(
+        board_id=board_id,
+        snapshot_id=item["id"]["S"],
+        taken_at=_parse_timestamp(item["sk"]["S"]),
+        member_count=int(item["memberCount"]["N"]),
+        entries=entries,
+    )
 
 
 @cache

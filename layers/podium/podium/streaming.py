@@ -15,16 +15,29 @@ from podium.log import logger, metrics
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-def stream_entrypoint(apply: Callable[[dict[str, Any]], None], metric: str) -> LambdaHandler:
+def stream_entrypoint(
+    apply: Callable[[dict[str, Any]], None],
+    metric: str,
+    prepare: Callable[[list[dict[str, Any]]], set[str]] | None = None,
+) -> LambdaHandler:
     """A handler that applies ``apply`` to each record of a DynamoDB stream batch and
-    reports the records that raised, so Lambda retries from the first of them."""
+    reports the records that raised, so Lambda retries from the first of them.
+
+    ``prepare`` handles work done per batch rather than per record (the fold); it returns
+    the eventIDs of the records it failed on, which are then reported as failures too."""
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+    failed: set[str] = set()
 
     def record_handler(record: DynamoDBRecord) -> None:
+        if record.event_id in failed:
+            raise RuntimeError(f"the batch work for record {record.event_id} failed")
         apply(record.raw_event)
         metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        failed.clear()
+        if prepare is not None:
+            failed.update(prepare(list(event.get("Records", []))))
         response = process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context
         )

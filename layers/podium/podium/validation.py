@@ -30,6 +30,8 @@ MAX_RADIUS = 50
 MAX_RANKS_IDS = 100
 MAX_ROLLUP_TARGETS = 5
 MAX_RETAIN_PERIODS = 1000
+MAX_EVENTS = 100
+MAX_EVENT_ID = 128
 MAX_RIVALS = 100
 MAX_NOTIFICATIONS_LIMIT = 100
 
@@ -171,6 +173,42 @@ def rivals(body: dict[str, Any]) -> list[str]:
     if not isinstance(ids, list) or len(ids) > MAX_RIVALS:
         raise ValidationError(f"memberIds must be a list of 0 to {MAX_RIVALS} member ids")
     return list(dict.fromkeys(member_id(item, "memberIds[]") for item in ids))
+
+
+@dataclass(frozen=True)
+class EventRequest:
+    member_id: str
+    value: Decimal
+    event_id: str | None
+
+
+def events_request(body: dict[str, Any]) -> list[EventRequest]:
+    """1 to 100 events, validated whole: one bad event refuses the request."""
+    _only(body, ("events",))
+    events = body.get("events")
+    if not isinstance(events, list) or not 1 <= len(events) <= MAX_EVENTS:
+        raise ValidationError(f"events must be a list of 1 to {MAX_EVENTS} events")
+    parsed = []
+    for index, event in enumerate(events):
+        field = f"events[{index}]"
+        if not isinstance(event, dict):
+            raise ValidationError(f"{field} must be an object with memberId, value and an optional eventId")
+        unknown = sorted(set(event) - {"memberId", "value", "eventId"})
+        if unknown:
+            raise ValidationError(f"{field} has an unknown field {unknown[0]!r}")
+        event_id = event.get("eventId")
+        if event_id is not None and (not isinstance(event_id, str) or not 1 <= len(event_id) <= MAX_EVENT_ID):
+            raise ValidationError(f"{field}.eventId must be a string of 1 to {MAX_EVENT_ID} characters")
+        if "value" not in event:
+            raise ValidationError(f"{field}.value is required")
+        parsed.append(
+            EventRequest(
+                member_id=member_id(event.get("memberId"), f"{field}.memberId"),
+                value=numbers.check_score(event["value"], f"{field}.value"),
+                event_id=event_id,
+            )
+        )
+    return parsed
 
 
 def query_int(params: dict[str, str], name: str, default: int, low: int, high: int) -> int:

@@ -1,0 +1,18 @@
+"""POST /boards/{boardId}/events: log hot-counter events (inserts only), folded within seconds."""
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http, validation
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.post("/boards/<boardId>/events")
+def log_events(boardId: str) -> Response[str]:
+    board_id = http.path_board(app, boardId)
+    requests = validation.events_request(http.body(app, required=True))
+    return http.json_response(202, {"accepted": default_service().log_events(board_id, requests)})
+
+
+lambda_handler = http.entrypoint(app)
