@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -23,9 +25,41 @@ def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], b
     return status, {"Content-Type": "application/json"}, body
 
 
+CLOCK_PATH = "/_devstack/clock"
+
+
+class ControllableClock:
+    """The service's clock, set over HTTP (``PUT /_devstack/clock {"now": "…Z"}``; ``null``
+    goes back to real time). Only with DEVSTACK_CONTROLLABLE_CLOCK=1: tests of period
+    boundaries move time instead of waiting for midnight."""
+
+    def __init__(self) -> None:
+        self.fixed: datetime | None = None
+
+    def __call__(self) -> datetime:
+        return self.fixed or datetime.now(UTC)
+
+    def handle(self, method: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        if method == "PUT":
+            try:
+                raw = json.loads(body or b"{}").get("now")
+                self.fixed = datetime.fromisoformat(raw.replace("Z", "+00:00")) if raw else None
+            except (ValueError, AttributeError):
+                message = 'body must be {"now": "<ISO 8601 time>"} or {"now": null}'
+                return _error(400, "ValidationError", message)
+        now = self().isoformat().replace("+00:00", "Z")
+        return 200, {"Content-Type": "application/json"}, json.dumps({"now": now}).encode()
+
+
 class Gateway:
     def __init__(self, routes: list[Route]) -> None:
         self.routes = routes
+        self.clock: ControllableClock | None = None
+        if os.environ.get("DEVSTACK_CONTROLLABLE_CLOCK") == "1":
+            from podium import clock
+
+            self.clock = ControllableClock()
+            clock.set_override(self.clock)
         self.pools = {
             route.function: FunctionPool(route.function, route.code_dir, route.handler) for route in routes
         }
@@ -88,6 +122,8 @@ class Gateway:
     ) -> tuple[int, dict[str, str], bytes]:
         split = urlsplit(target)
         path = unquote(split.path) or "/"
+        if self.clock is not None and path == CLOCK_PATH:
+            return self.clock.handle(method, body)
         found = self.match(method, path)
         if found is None:
             return _error(404, "NotFound", f"no route for {method} {path}")

@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 ID_WINDOW_SECONDS = 24 * 3600
 LOG_TTL_SECONDS = 3 * 24 * 3600  # a safety net: folded events are deleted at once
 MAX_ATTEMPTS = 64
+CLAIM_CHUNK = 50  # two actions an event, within a transaction's 100
 
 SettingsOf = Callable[[str], BoardSettings]
 Clock = Callable[[], datetime]
@@ -117,8 +118,15 @@ class Folder:
         fold = uuid.uuid4().hex
         owner = member_pk(board_id, member_id)
         expires = int(time.time()) + ID_WINDOW_SECONDS
+        # Read the log first (one batched read): redelivered events already folded and
+        # deleted are skipped, and a re-send that replaced an item is folded as it is now.
+        now = self.store.logged_now(events)
+        present = [now[e.key] for e in events if e.key in now]
+        committed = self.store.committed_folds(owner, {e.fold for e in present if e.fold})
+        done = [e for e in present if e.fold in committed]
+        open_ = [e for e in present if e.fold not in committed]
 
-        def claim(event: LoggedEvent) -> str:
+        def claim_one(event: LoggedEvent) -> str:
             outcome, insertion = self.store.claim_for_fold(event, fold, owner)
             # The first insert of an id claims it (a retry of that insert claims it again);
             # a later insert that reuses it is a duplicate and is not counted.
@@ -130,9 +138,22 @@ class Folder:
                 return "duplicate"
             return outcome
 
-        outcomes = self.store.gather(claim, events)
-        mine = [e for e, outcome in zip(events, outcomes, strict=True) if outcome == "mine"]
-        done = [e for e, outcome in zip(events, outcomes, strict=True) if outcome in ("folded", "duplicate")]
+        def claim(chunk: list[LoggedEvent]) -> list[str]:
+            """Claim a chunk in one transaction; split it when that fails, down to the
+            events that need a closer look (a duplicate id, an abandoned fold)."""
+            ids = [e.event_id for e in chunk if e.event_id]
+            simple = all(e.fold is None for e in chunk) and len(set(ids)) == len(ids)
+            if simple and self.store.claim_many_for_fold(board_id, chunk, fold, expires):
+                return ["mine"] * len(chunk)
+            if len(chunk) == 1:
+                return [claim_one(chunk[0])]
+            middle = len(chunk) // 2
+            return claim(chunk[:middle]) + claim(chunk[middle:])
+
+        chunks = [open_[i : i + CLAIM_CHUNK] for i in range(0, len(open_), CLAIM_CHUNK)]
+        outcomes = [outcome for chunk in self.store.gather(claim, chunks) for outcome in chunk]
+        mine = [e for e, outcome in zip(open_, outcomes, strict=True) if outcome == "mine"]
+        done += [e for e, outcome in zip(open_, outcomes, strict=True) if outcome in ("folded", "duplicate")]
         if mine:
             self._commit(board_id, member_id, period, mine, fold, owner)
         self.store.delete_events(mine + done)

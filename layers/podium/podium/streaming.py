@@ -32,10 +32,10 @@ def stream_entrypoint(
         if record.event_id in failed:
             raise RuntimeError(f"the batch work for record {record.event_id} failed")
         apply(record.raw_event)
-        metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         failed.clear()
+        metrics.add_metric(name=metric, unit=MetricUnit.Count, value=len(event.get("Records", [])))
         if prepare is not None:
             failed.update(prepare(list(event.get("Records", []))))
         response = process_partial_response(
