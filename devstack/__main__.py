@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
             table_prefix=args.table_prefix,
             verbose=args.verbose,
             deliver_twice=args.deliver_twice,
+            schedule_seconds=args.schedule_seconds,
         )
     )
     return 0
@@ -71,6 +72,7 @@ def invoke(args: argparse.Namespace) -> int:
     os.environ.update(spec.environment(refs, unresolved="omit"))
     functions = {r.function: (r.code_dir, r.handler) for r in spec.routes()}
     functions.update({c.function: (c.code_dir, c.handler) for c in spec.stream_consumers()})
+    functions.update({s.function: (s.code_dir, s.handler) for s in spec.schedules()})
     if args.function not in functions:
         print(
             f"no function {args.function} in template.yaml: {', '.join(sorted(functions))}", file=sys.stderr
@@ -85,6 +87,16 @@ def invoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"the schedule period must be positive, not {text}")
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
@@ -95,6 +107,14 @@ def main(argv: list[str] | None = None) -> int:
         "--deliver-twice",
         action="store_true",
         help="deliver every stream batch twice, as Lambda may after a retry (tests use it)",
+    )
+    parser.add_argument(
+        "--schedule-seconds",
+        type=_positive_seconds,
+        default=os.environ.get("DEVSTACK_SCHEDULE_SECONDS") or None,
+        metavar="N",
+        help="run every schedule of the template every N seconds instead of its rate "
+        "(also DEVSTACK_SCHEDULE_SECONDS; tests use it)",
     )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("run", help="run the whole stack in the foreground (the default)")

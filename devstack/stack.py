@@ -1,6 +1,6 @@
 """The whole stack, locally and without Docker: DynamoDB Local, the tables of
-``template.yaml``, its topics and queues on moto's server, the API and the stream
-consumers."""
+``template.yaml``, its topics and queues on moto's server, the API, the stream
+consumers and the schedules."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal
 from devstack.gateway import ApiServer, Gateway
 from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, Messaging, MotoServer, create_messaging, endpoints
+from devstack.schedules import ScheduleTimer
 from devstack.streams import FailureDestination, StreamPoller
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,11 +83,13 @@ class Stack:
     table_prefix: str = ""
     verbose: bool = False
     deliver_twice: bool = False
+    schedule_seconds: float | None = None  # replaces every schedule's period (tests use it)
     dynamodb: DynamoDBLocal | None = None
     moto: MotoServer | None = None
     messaging: Messaging | None = None
     api: ApiServer | None = None
     pollers: list[StreamPoller] = field(default_factory=list)
+    timers: list[ScheduleTimer] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -148,6 +151,11 @@ class Stack:
 
         self.api = ApiServer(Gateway(spec.routes()), self.host, self.port, self.verbose)
         self.api.start()
+        for schedule in spec.schedules():
+            if schedule.enabled:
+                timer = ScheduleTimer(schedule, self.schedule_seconds)
+                timer.start()
+                self.timers.append(timer)
         STATE.mkdir(parents=True, exist_ok=True)
         RUNNING.write_text(
             json.dumps(
@@ -165,6 +173,8 @@ class Stack:
         return self
 
     def stop(self) -> None:
+        for timer in self.timers:
+            timer.stop()  # first: a run in progress finishes while the database is still up
         if self.api is not None:
             self.api.stop()
             RUNNING.unlink(missing_ok=True)
@@ -191,6 +201,8 @@ def serve_forever(stack: Stack) -> None:
     print(f"Podium API on {stack.url}  (Ctrl-C stops everything)", flush=True)
     for route in template_module.read(stack.table_prefix).routes():
         print(f"  {route.method:6} {route.path}  -> {route.function}", flush=True)
+    for timer in stack.timers:
+        print(f"  {timer}  -> {timer.schedule.function}", flush=True)
     if stack.messaging is not None:
         print(f"SNS on {stack.messaging.sns_endpoint}, SQS on {stack.messaging.sqs_endpoint}", flush=True)
         for name, arn in stack.messaging.topics.items():

@@ -81,6 +81,7 @@ class ShardState:
     iterator: str | None
     pending: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
+    last_sequence: str | None = None  # of the last record read: where a renewed iterator starts
 
 
 def _arrival(record: dict[str, Any]) -> str | None:
@@ -227,14 +228,40 @@ class StreamPoller:
                 log.exception("%s: stream polling failed; retrying", self.consumer.function)
                 self._stop.wait(1.0)
 
+    def _renew_iterator(self, state: ShardState) -> str:
+        """A new iterator where reading stopped: after the last record read, or at the
+        starting position. An iterator expires after 15 minutes, and DynamoDB Local may
+        refuse one taken while its shard was empty (TrimmedDataAccessException) once
+        records arrive; retrying that iterator would fail forever."""
+        request: dict[str, Any] = {"StreamArn": self.stream_arn, "ShardId": state.shard_id}
+        if state.last_sequence is not None:
+            request.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=state.last_sequence)
+        else:
+            request["ShardIteratorType"] = self.consumer.starting_position
+        return str(self.client.get_shard_iterator(**request)["ShardIterator"])
+
     def _poll_shard(self, state: ShardState) -> bool:
         deadline = time.monotonic() + self.consumer.batching_window
+        renewed = False
         while state.iterator and len(state.pending) < self.consumer.batch_size:
-            response = self.client.get_records(
-                ShardIterator=state.iterator, Limit=self.consumer.batch_size - len(state.pending)
-            )
+            try:
+                response = self.client.get_records(
+                    ShardIterator=state.iterator, Limit=self.consumer.batch_size - len(state.pending)
+                )
+            except Exception as error:
+                code = getattr(error, "response", {}).get("Error", {}).get("Code")
+                if renewed or code not in ("TrimmedDataAccessException", "ExpiredIteratorException"):
+                    raise
+                log.warning(
+                    "%s: %s on shard %s; renewing its iterator", self.consumer.function, code, state.shard_id
+                )
+                state.iterator = self._renew_iterator(state)
+                renewed = True
+                continue
             state.iterator = response.get("NextShardIterator")
             fresh = [lambda_record(r, self.stream_arn) for r in response.get("Records", [])]
+            if fresh:
+                state.last_sequence = fresh[-1]["dynamodb"]["SequenceNumber"]
             state.pending.extend(fresh)
             if not fresh and (not state.pending or time.monotonic() >= deadline):
                 break

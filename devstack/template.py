@@ -1,5 +1,5 @@
-"""Read ``template.yaml``: the tables, topics, queues, API routes and stream consumers it
-defines.
+"""Read ``template.yaml``: the tables, topics, queues, API routes, stream consumers and
+schedules it defines.
 
 The local stack takes everything from the template, so that what runs here and what
 ``sam deploy`` creates cannot drift apart.
@@ -33,6 +33,10 @@ QUEUE_ATTRIBUTES = (
     "ContentBasedDeduplication",
 )
 TOPIC_ATTRIBUTES = ("DisplayName", "FifoTopic", "ContentBasedDeduplication")
+# EventBridge rate expressions: rate(1 minute), rate(5 minutes), rate(1 hour), rate(2 days).
+RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
+RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
+DEFAULT_ASYNC_RETRIES = 2  # Lambda retries a failed asynchronous invocation twice
 
 
 class UnresolvedReference(ValueError):
@@ -97,6 +101,43 @@ class StreamConsumer:
     bisect: bool
     filters: list[dict[str, Any]] = field(default_factory=list)
     on_failure: str | None = None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A ``Schedule`` event of a function: EventBridge invokes it every ``period_seconds``."""
+
+    function: str
+    code_dir: Path
+    handler: str
+    event_name: str
+    expression: str
+    period_seconds: float
+    enabled: bool = True
+    input: Any = None  # the event's Input, sent instead of the scheduled event when given
+    max_retries: int = DEFAULT_ASYNC_RETRIES
+
+    @property
+    def rule_arn(self) -> str:
+        return f"arn:aws:events:us-east-1:000000000000:rule/{self.function}{self.event_name}"
+
+
+def rate_seconds(expression: str) -> float:
+    """The period of an EventBridge rate expression, in seconds; ValueError for anything
+    else (cron expressions included: the local stack runs rates only), and for a unit whose
+    number disagrees with it (EventBridge refuses ``rate(1 minutes)`` and ``rate(5 minute)``)."""
+    found = RATE.fullmatch(expression.strip())
+    if found is None:
+        raise ValueError(
+            f"{expression!r}: the local stack runs rate(N minute|minutes|hour|hours|day|days) schedules only"
+        )
+    value, unit = int(found.group(1)), found.group(2)
+    singular = unit.rstrip("s")
+    if value < 1 or (value == 1) != (unit == singular):
+        raise ValueError(
+            f"{expression!r}: EventBridge wants rate(1 {singular}) or rate(N {singular}s), N > 1"
+        )
+    return float(value * RATE_UNITS[singular])
 
 
 @dataclass
@@ -169,6 +210,71 @@ class Template:
                     )
                 )
         return consumers
+
+    def schedules(self) -> list[Schedule]:
+        """The functions' ``Schedule`` events, their expressions resolved with the
+        parameters' defaults."""
+        schedules = []
+        for name, properties in self._functions().items():
+            for event_name, event in properties.get("Events", {}).items():
+                if event.get("Type") != "Schedule":
+                    continue
+                p = event.get("Properties", {})
+                expression = str(self.resolve(p["Schedule"]))
+                state = str(self.resolve(p.get("State", "ENABLED"))).upper()
+                enabled = bool(self.resolve(p.get("Enabled", True))) and state == "ENABLED"
+                raw_input = self.resolve(p.get("Input"))
+                retries = properties.get("EventInvokeConfig", {}).get("MaximumRetryAttempts")
+                code_dir, handler = self._code(properties)
+                schedules.append(
+                    Schedule(
+                        function=name,
+                        code_dir=code_dir,
+                        handler=handler,
+                        event_name=event_name,
+                        expression=expression,
+                        period_seconds=rate_seconds(expression),
+                        enabled=enabled,
+                        input=json.loads(raw_input) if raw_input is not None else None,
+                        max_retries=DEFAULT_ASYNC_RETRIES if retries is None else int(retries),
+                    )
+                )
+        return schedules
+
+    # -- parameters, conditions and the intrinsic functions the local stack resolves --------
+
+    def _parameters(self) -> dict[str, Any]:
+        return dict(self.document.get("Parameters") or {})
+
+    def parameter(self, name: str) -> str:
+        """A parameter's value here: its default (``sam deploy`` may give another)."""
+        parameters = self._parameters()
+        if "Default" not in parameters.get(name, {}):
+            raise ValueError(f"the local stack needs a Default for the template parameter {name}")
+        return str(parameters[name]["Default"])
+
+    def condition(self, name: str) -> bool:
+        conditions = self.document.get("Conditions") or {}
+        if name not in conditions:
+            raise ValueError(f"no condition {name} in template.yaml")
+        return bool(self.resolve(conditions[name]))
+
+    def resolve(self, value: Any) -> Any:
+        """A value with its intrinsic functions resolved, for the few that the local stack
+        understands: ``!Ref`` to a parameter, ``!Sub`` of parameters, ``!If``, ``!Equals``."""
+        if not isinstance(value, _Tag):
+            return value
+        if value.tag == "Ref" and value.value in self._parameters():
+            return self.parameter(value.value)
+        if value.tag == "Sub" and isinstance(value.value, str):
+            return re.sub(r"\$\{([A-Za-z0-9]+)\}", lambda found: self.parameter(found.group(1)), value.value)
+        if value.tag == "If":
+            condition, when_true, when_false = value.value
+            return self.resolve(when_true if self.condition(condition) else when_false)
+        if value.tag == "Equals":
+            left, right = value.value
+            return str(self.resolve(left)) == str(self.resolve(right))
+        raise ValueError(f"the local stack cannot resolve {value!r}")
 
     def tables(self) -> dict[str, dict[str, Any]]:
         """``create_table`` arguments for every DynamoDB table, keyed by logical id."""
@@ -257,6 +363,8 @@ class Template:
                     resolved[key] = refs[value.value]
                 elif value.value in messaging:
                     missing.append(f"{key} (!Ref {value.value})")
+                elif value.value in self._parameters():
+                    resolved[key] = self.parameter(value.value)
                 else:
                     resolved[key] = self.table_names.get(value.value, value.value)
             elif isinstance(value, _Tag):

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -104,46 +105,65 @@ def aws_messaging_endpoint() -> Iterator[str]:
         server.stop()
 
 
+StackLauncher = Callable[..., AbstractContextManager[LocalStack]]
+
+
 @pytest.fixture(scope="session")
-def stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> Iterator[LocalStack]:
-    """The local stack, started as ``python -m devstack`` on a free port, with its tables,
-    topics and queues under a table prefix of its own."""
-    log_path = ROOT / ".devstack" / "test-stack.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    sqs_endpoint = EXTERNAL_SQS or aws_messaging_endpoint
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint,
-        SNS_ENDPOINT: aws_messaging_endpoint,
-        SQS_ENDPOINT: sqs_endpoint,
-        "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
-    }
-    table_prefix = f"e2e{uuid.uuid4().hex[:8]}-"
-    server = LocalServer.launch(
-        lambda port: [
-            sys.executable,
-            "-m",
-            "devstack",
-            "--port",
-            str(port),
-            "--table-prefix",
-            table_prefix,
-            "--deliver-twice",
-        ],
-        what="the local stack",
-        log_path=log_path,
-        cwd=ROOT,
-        env=env,
-    )
-    try:
-        yield LocalStack(
-            url=server.endpoint,
-            table_prefix=table_prefix,
-            sns_endpoint=aws_messaging_endpoint,
-            sqs_endpoint=sqs_endpoint,
+def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLauncher:
+    """Start a local stack, as ``python -m devstack`` on a free port, with its tables,
+    topics and queues under a table prefix of its own, and ``extra_args`` on its command
+    line: ``with launch_stack("--schedule-seconds", "2", name="snapshots") as other:``."""
+
+    @contextmanager
+    def launch(*extra_args: str, name: str = "stack") -> Iterator[LocalStack]:
+        log_path = ROOT / ".devstack" / f"test-{name}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        sqs_endpoint = EXTERNAL_SQS or aws_messaging_endpoint
+        env = {
+            **os.environ,
+            "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint,
+            SNS_ENDPOINT: aws_messaging_endpoint,
+            SQS_ENDPOINT: sqs_endpoint,
+            "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
+            "DEVSTACK_CONTROLLABLE_CLOCK": "1",
+        }
+        table_prefix = f"e2e{uuid.uuid4().hex[:8]}-"
+        server = LocalServer.launch(
+            lambda port: [
+                sys.executable,
+                "-m",
+                "devstack",
+                "--port",
+                str(port),
+                "--table-prefix",
+                table_prefix,
+                "--deliver-twice",
+                *extra_args,
+            ],
+            what="the local stack",
+            log_path=log_path,
+            cwd=ROOT,
+            env=env,
         )
-    finally:
-        server.stop()
+        try:
+            yield LocalStack(
+                url=server.endpoint,
+                table_prefix=table_prefix,
+                sns_endpoint=aws_messaging_endpoint,
+                sqs_endpoint=sqs_endpoint,
+            )
+        finally:
+            server.stop()
+
+    return launch
+
+
+@pytest.fixture(scope="session")
+def stack(launch_stack: StackLauncher) -> Iterator[LocalStack]:
+    """The local stack that the e2e tests share. Its schedules keep the template's rates:
+    tests that need one to run often start a stack of their own (``launch_stack``)."""
+    with launch_stack() as local:
+        yield local
 
 
 @pytest.fixture(scope="session")

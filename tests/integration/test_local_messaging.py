@@ -15,7 +15,7 @@ import requests
 
 from devstack import template as template_module
 from devstack.messaging import Messaging
-from devstack.stack import RUNNING, failure_destination
+from devstack.stack import failure_destination
 from devstack.streams import FailureDestination, StreamPoller
 from tests.helpers import unique_id
 from tests.messaging import LocalStack, QueueReader, TopicTap, subscribe_to_notifications
@@ -235,16 +235,3 @@ def test_the_poller_retries_a_refused_send_until_the_destination_takes_it(tmp_pa
     assert destination.refusals == 0
     lines = (tmp_path / "failures.jsonl").read_text().splitlines()
     assert [json.loads(line)["DDBStreamBatchInfo"]["startSequenceNumber"] for line in lines] == [f"{3:021d}"]
-
-
-def test_running_json_records_the_messaging_endpoints(stack: LocalStack) -> None:
-    # The e2e stack writes .devstack/running.json, unless a `make run` started after it
-    if not RUNNING.exists():
-        pytest.skip("no running.json")
-    running = json.loads(RUNNING.read_text())
-    if running.get("tablePrefix") != stack.table_prefix:
-        pytest.skip("running.json belongs to another local stack")
-    assert running["sns"] == stack.sns_endpoint
-    assert running["sqs"] == stack.sqs_endpoint
-    assert running["topics"]["NotificationTopic"] == stack.topic_arn("NotificationTopic")
-    assert running["queues"] == {"StreamFailureQueue": stack.queue_url("StreamFailureQueue")}

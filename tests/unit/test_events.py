@@ -57,6 +57,10 @@ def _template_functions() -> dict[str, TemplateFunction]:
         functions[consumer.code_dir.name] = TemplateFunction(
             consumer.function, consumer.code_dir, consumer.handler
         )
+    for schedule in spec.schedules():
+        functions[schedule.code_dir.name] = TemplateFunction(
+            schedule.function, schedule.code_dir, schedule.handler
+        )
     return functions
 
 
@@ -401,6 +405,89 @@ def test_ranks(invoke: Invoke, images: None) -> None:
     body = decimal_body(response)
     assert set(body) == {"entries"}
     assert entries(body) == [(1, "img-006.jpg", Decimal(94)), (4, "img-001.jpg", Decimal(27))]
+
+
+# -- snapshots ------------------------------------------------------------------------------
+
+
+def test_scheduled_events_are_what_eventbridge_sends() -> None:
+    # Given the schedules of the template
+    schedules = template.read("unit-").schedules()
+    assert schedules
+
+    for schedule in schedules:
+        # When reading the function's sample event
+        event = load_event(schedule.code_dir.name)
+
+        # Then it is an EventBridge scheduled event, with its time in whole seconds
+        assert (event["version"], event["detail-type"], event["source"]) == (
+            "0",
+            "Scheduled Event",
+            "aws.events",
+        )
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", event["time"])
+        assert re.fullmatch(r"arn:aws:events:[\w-]+:\d{12}:rule/.+", event["resources"][0])
+        assert event["detail"] == {}
+
+
+def _with_query(name: str, query: dict[str, str], board_id: str = BOARD_ID) -> dict[str, Any]:
+    """A sample API event with other query parameters, or for another board."""
+    event = load_event(name)
+    event["queryStringParameters"] = query or None
+    event["multiValueQueryStringParameters"] = {k: [v] for k, v in query.items()} or None
+    event["path"] = event["path"].replace(f"/boards/{BOARD_ID}/", f"/boards/{board_id}/")
+    event["requestContext"]["path"] = f"/dev{event['path']}"
+    event["pathParameters"] = {**event["pathParameters"], "boardId": board_id}
+    return event
+
+
+def test_take_snapshots_records_each_board_once_per_scheduled_time(
+    invoke: Invoke, images: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the six images, and a retention that keeps the sample's time readable for good
+    monkeypatch.setenv("SNAPSHOT_RETENTION_DAYS", "36500")
+    top = decimal_body(invoke("top", _with_query("top", {"limit": "100"})))
+
+    # When the scheduled event is invoked, and then again (Lambda's retry of the same event)
+    first = invoke("take_snapshots")
+    retry = invoke("take_snapshots")
+
+    # Then the first run records the board, and the retry writes nothing new
+    taken = "2026-11-22T10:05:00.000000+00:00"
+    assert first == {"takenAt": taken, "written": 1, "existing": 0, "failed": []}
+    assert retry == {"takenAt": taken, "written": 0, "existing": 1, "failed": []}
+
+    # And list_snapshots shows one snapshot: the top 100 at the schedule's time
+    response = invoke("list_snapshots")
+    assert response["statusCode"] == 200, response["body"]
+    assert content_type(response) == "application/json"
+    body = decimal_body(response)
+    assert set(body) == {"snapshots", "nextCursor"}
+    [snapshot] = body["snapshots"]
+    assert set(snapshot) == {"snapshotId", "takenAt", "memberCount", "entries"}
+    assert snapshot["takenAt"] == "2026-11-22T10:05:00Z"
+    assert snapshot["entries"] == top["entries"]
+    assert len(snapshot["entries"]) == len(SCORES)
+    assert snapshot["memberCount"] == decimal_body(invoke("get_board"))["memberCount"]
+    assert body["nextCursor"] is None
+
+
+def test_list_snapshots_names_the_bad_parameter_and_the_missing_board(invoke: Invoke, board: None) -> None:
+    # A board without snapshots lists none
+    assert decimal_body(invoke("list_snapshots")) == {"snapshots": [], "nextCursor": None}
+
+    # limit 0 or 101, and a cursor that is not one, are 400s naming the parameter
+    for query, name in (({"limit": "0"}, "limit"), ({"limit": "101"}, "limit"), ({"cursor": "x"}, "cursor")):
+        response = invoke("list_snapshots", _with_query("list_snapshots", query))
+        assert response["statusCode"] == 400, response["body"]
+        error = decimal_body(response)
+        assert error["code"] == "ValidationError"
+        assert name in error["message"]
+
+    # A board that does not exist is a 404
+    missing = invoke("list_snapshots", _with_query("list_snapshots", {}, board_id="no-such-board"))
+    assert missing["statusCode"] == 404, missing["body"]
+    assert decimal_body(missing)["code"] == "NotFound"
 
 
 # -- the stream consumer --------------------------------------------------------------------

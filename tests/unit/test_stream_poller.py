@@ -131,3 +131,51 @@ def test_deliver_twice_hands_the_same_batch_again(tmp_path: Path) -> None:
 
     # Then the consumer saw the same batch twice
     assert pool.batches == [["e1", "e2"], ["e1", "e2"]]
+
+
+class TrimmingStreams:
+    """A streams client that refuses its first iterator, as DynamoDB Local may refuse one
+    taken while the shard was empty (TrimmedDataAccessException), then serves records."""
+
+    def __init__(self) -> None:
+        self.iterator_requests: list[dict[str, Any]] = []
+
+    def get_shard_iterator(self, **request: Any) -> dict[str, str]:
+        self.iterator_requests.append(request)
+        return {"ShardIterator": "renewed"}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        if ShardIterator == "stale":
+            raise ClientError(
+                {"Error": {"Code": "TrimmedDataAccessException", "Message": "read past the oldest record"}},
+                "GetRecords",
+            )
+        if ShardIterator == "renewed":
+            return {"Records": [_record(1), _record(2)], "NextShardIterator": "after-2"}
+        return {"Records": [], "NextShardIterator": ShardIterator}
+
+
+def test_a_refused_iterator_is_renewed_where_reading_stopped(tmp_path: Path) -> None:
+    # Given a shard whose iterator the stream refuses
+    pool = FakePool(poison=set())
+    poller, _ = _poller(tmp_path, pool)
+    streams = TrimmingStreams()
+    poller.client = streams
+    state = ShardState("shard-1", iterator="stale")
+
+    # When the shard is polled
+    poller._poll_shard(state)
+
+    # Then a new iterator is taken at the starting position, and the records are delivered
+    assert streams.iterator_requests == [
+        {"StreamArn": "arn:stream", "ShardId": "shard-1", "ShardIteratorType": "TRIM_HORIZON"}
+    ]
+    assert pool.done == ["e1", "e2"]
+
+    # And a later renewal starts after the last record read
+    state.iterator = "stale"
+    poller._poll_shard(state)
+    assert streams.iterator_requests[-1]["ShardIteratorType"] == "AFTER_SEQUENCE_NUMBER"
+    assert streams.iterator_requests[-1]["SequenceNumber"] == "00002"

@@ -1,0 +1,20 @@
+"""GET /boards/{boardId}/snapshots: the board's scheduled snapshots, newest first."""
+
+from aws_lambda_powertools.event_handler import Response
+
+from podium import http, snapshots, validation
+from podium.service import default_service
+
+app = http.create_app()
+
+
+@app.get("/boards/<boardId>/snapshots")
+def list_snapshots(boardId: str) -> Response[str]:
+    board_id = http.path_board(app, boardId)
+    params = http.query(app)
+    limit = validation.query_int(params, "limit", snapshots.DEFAULT_LIST_LIMIT, 1, snapshots.MAX_LIST_LIMIT)
+    found, next_cursor = snapshots.list_snapshots(default_service(), board_id, limit, params.get("cursor"))
+    return http.json_response(200, {"snapshots": [s.to_json() for s in found], "nextCursor": next_cursor})
+
+
+lambda_handler = http.entrypoint(app)

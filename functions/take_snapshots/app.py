@@ -1,0 +1,27 @@
+"""Scheduled (EventBridge, every SnapshotRateMinutes): record every board's top 100 and
+memberCount at the schedule's time. A retried invocation writes nothing new."""
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from podium import snapshots
+from podium.log import logger, metrics
+from podium.service import default_service
+
+
+def take_snapshots(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    service = default_service()
+    taken_at = snapshots.scheduled_time(event, service.clock())
+    try:
+        report = snapshots.take_snapshots(service, taken_at, snapshots.retention_days())
+    except snapshots.SnapshotsFailed as error:
+        metrics.add_metric(name="SnapshotBoardsFailed", unit=MetricUnit.Count, value=len(error.failed))
+        raise
+    metrics.add_metric(name="SnapshotsTaken", unit=MetricUnit.Count, value=len(report.written))
+    return report.to_json()
+
+
+lambda_handler = logger.inject_lambda_context(
+    metrics.log_metrics(take_snapshots, capture_cold_start_metric=True), clear_state=True
+)

@@ -1,0 +1,197 @@
+"""Snapshots: a scheduled job records every board's top 100 and ``memberCount``.
+
+EventBridge invokes ``TakeSnapshotsFunction`` every ``SnapshotRateMinutes``. The job
+pages through the board catalog and, for each board, reads the top 100 of its current
+period with the service's own ``top`` and puts ``S#{boardId}`` / ``{takenAt}``.
+
+* ``takenAt`` is the schedule's time (the event's ``time``), not the clock's, so a retried
+  invocation of a run names the same items; the put is conditional, so it writes nothing
+  new for a board that run already recorded, and only fills in the boards that failed.
+* Boards are independent: one that fails is logged and the others go on; the run raises
+  at the end, so Lambda retries it (asynchronous invocations are retried twice).
+* Boards are read a few at a time on a pool of the job's own: ``top`` itself scatters its
+  shard queries on the store's pool, which a board task must not wait on from inside.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from podium.errors import NotFound, ValidationError
+from podium.log import logger
+from podium.models import Snapshot
+from podium.service import LeaderboardService
+from podium.store import snapshot_sort_key
+
+SNAPSHOT_SIZE = 100  # entries recorded per board
+MAX_LIST_LIMIT = 100  # GET .../snapshots?limit=
+DEFAULT_LIST_LIMIT = 10
+DEFAULT_RETENTION_DAYS = 90
+CATALOG_PAGE = 100  # board ids read from the catalog at a time
+BOARD_CONCURRENCY = 8  # boards snapshotted at once
+SORT_KEY = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00")
+INVALID_CURSOR = "cursor is not valid: pass the nextCursor of a previous page"
+
+
+class SnapshotsFailed(Exception):
+    """Some boards could not be recorded; the others were. Raised so the run is retried."""
+
+    def __init__(self, taken_at: datetime, failed: dict[str, str]) -> None:
+        boards = ", ".join(sorted(failed))
+        super().__init__(
+            f"the snapshots of {taken_at.isoformat()} failed for {len(failed)} board(s): {boards}"
+        )
+        self.failed = failed
+
+
+@dataclass
+class RunReport:
+    """What one run did: the boards recorded now, those a previous attempt of the same run
+    had recorded already, and those that failed (with the error)."""
+
+    taken_at: datetime
+    written: list[str] = field(default_factory=list)
+    existing: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "takenAt": snapshot_sort_key(self.taken_at),
+            "written": len(self.written),
+            "existing": len(self.existing),
+            "failed": sorted(self.failed),
+        }
+
+
+def snapshot_id(board_id: str, taken_at: datetime) -> str:
+    """Deterministic: the same board and scheduled time always name the same snapshot."""
+    seed = f"{board_id}#{snapshot_sort_key(taken_at)}".encode()
+    return hashlib.blake2b(seed, digest_size=12).hexdigest()
+
+
+def scheduled_time(event: dict[str, Any], now: datetime) -> datetime:
+    """The run's time: the scheduled event's ``time`` (whole seconds, UTC), or ``now``
+    truncated to the second for an event that has none (a manual invocation)."""
+    raw = event.get("time")
+    if raw is None:
+        return now.astimezone(UTC).replace(microsecond=0)
+    if not isinstance(raw, str):
+        raise ValueError(f"the event's time must be an ISO 8601 string, not {raw!r}")
+    moment = datetime.fromisoformat(raw)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def retention_days() -> int:
+    """How long snapshots are kept: ``SNAPSHOT_RETENTION_DAYS`` (the template's
+    ``SnapshotRetentionDays``), 90 by default."""
+    days = int(os.environ.get("SNAPSHOT_RETENTION_DAYS", str(DEFAULT_RETENTION_DAYS)))
+    if days < 1:
+        raise ValueError(f"SNAPSHOT_RETENTION_DAYS must be at least 1, not {days}")
+    return days
+
+
+def _board_ids(service: LeaderboardService) -> Iterator[list[str]]:
+    after: str | None = None
+    while True:
+        ids, after = service.store.list_board_ids(CATALOG_PAGE, after)
+        if ids:
+            yield ids
+        if after is None:
+            return
+
+
+def take_snapshot(service: LeaderboardService, board_id: str, taken_at: datetime, expires_at: int) -> bool:
+    """Record one board's snapshot; False when this run had recorded it already."""
+    board = service.get_board(board_id)
+    page = service.top(board_id, SNAPSHOT_SIZE, None, with_data=False)
+    snapshot = Snapshot(
+        board_id=board_id,
+        snapshot_id=snapshot_id(board_id, taken_at),
+        taken_at=taken_at,
+        member_count=board.member_count,
+        entries=page.entries,
+    )
+    return service.store.put_snapshot(snapshot, expires_at)
+
+
+def take_snapshots(
+    service: LeaderboardService,
+    taken_at: datetime,
+    keep_days: int = DEFAULT_RETENTION_DAYS,
+    concurrency: int = BOARD_CONCURRENCY,
+) -> RunReport:
+    """Snapshot every board at ``taken_at``; raise SnapshotsFailed after the others are
+    done when any board failed."""
+    taken_at = taken_at.astimezone(UTC)
+    expires_at = int(taken_at.timestamp()) + keep_days * 24 * 3600
+    report = RunReport(taken_at)
+
+    def one(board_id: str) -> tuple[str, bool | None, Exception | None]:
+        try:
+            return board_id, take_snapshot(service, board_id, taken_at, expires_at), None
+        except NotFound:
+            return board_id, None, None  # gone since the catalog was read: nothing to record
+        except Exception as error:  # one board's failure must not stop the others
+            return board_id, None, error
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="snapshot") as pool:
+        for ids in _board_ids(service):
+            for board_id, written, error in pool.map(one, ids):
+                if error is not None:
+                    logger.error(
+                        "snapshot failed",
+                        extra={"boardId": board_id, "takenAt": taken_at.isoformat()},
+                        exc_info=error,
+                    )
+                    report.failed[board_id] = f"{type(error).__name__}: {error}"
+                elif written:
+                    report.written.append(board_id)
+                elif written is not None:
+                    report.existing.append(board_id)
+    logger.info("snapshots taken", extra=report.to_json())
+    if report.failed:
+        raise SnapshotsFailed(taken_at, report.failed)
+    return report
+
+
+def encode_cursor(board_id: str, sort_key: str) -> str:
+    raw = f"{board_id}#{sort_key}".encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(board_id: str, text: str) -> str:
+    """The sort key a cursor continues before; 400 for anything but a cursor of this
+    board's listing."""
+    try:
+        padded = text + "=" * (-len(text) % 4)
+        raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
+    except (ValueError, binascii.Error, UnicodeError) as error:
+        raise ValidationError(INVALID_CURSOR) from error
+    owner, _, sort_key = raw.partition("#")
+    if not SORT_KEY.fullmatch(sort_key):
+        raise ValidationError(INVALID_CURSOR)
+    if owner != board_id:
+        raise ValidationError("cursor is not valid for this board")
+    return sort_key
+
+
+def list_snapshots(
+    service: LeaderboardService, board_id: str, limit: int, cursor: str | None
+) -> tuple[list[Snapshot], str | None]:
+    """A page of the board's snapshots, newest first, and the cursor to the next (None at
+    the end); NotFound when the board does not exist."""
+    service.board_settings(board_id)
+    before = decode_cursor(board_id, cursor) if cursor is not None else None
+    found, last = service.store.list_snapshots(board_id, limit, before)  # TTL: real time
+    return found, (encode_cursor(board_id, last) if last is not None else None)
