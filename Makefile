@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -67,6 +67,11 @@ e2e: setup ## End-to-end tests over HTTP against the local stack
 
 clean: ## Remove build output and caches
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis .devstack
+
+PLAN_EXAMPLE := --writes 5000 --reads 20000 --members 1000000 --k 100
+
+plan: setup ## Capacity plan for one board in AWS (shards, RCU/WCU, monthly cost): make plan ARGS="--writes 5000 --reads 20000 --members 1000000 --k 100"
+	$(PY) -m planner $(or $(ARGS),$(PLAN_EXAMPLE))
 
 invoke: setup ## Invoke one function with an event against the running `make run`: make invoke FUNCTION=TopFunction EVENT=events/top.json
 	$(PY) -m devstack invoke $(FUNCTION) -e $(EVENT)

@@ -1,0 +1,6 @@
+"""Capacity planning for Podium in AWS: shards, request units and the monthly on-demand
+bill for a workload, from DynamoDB's published per-partition limits.
+
+``planner.capacity`` holds the arithmetic (no boto3, no I/O); ``python -m planner`` prints
+it. docs/capacity.md explains every figure.
+"""

@@ -1,0 +1,280 @@
+"""The capacity arithmetic of a Podium board, from DynamoDB's published limits.
+
+Everything here is pure: a :class:`Workload` and :class:`Prices` in, a :class:`Plan` out.
+The constants are the figures the plan rests on. Those marked *estimate* are Podium's
+design figures, not AWS's; docs/capacity.md says where each comes from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+# -- DynamoDB's published limits and unit sizes ----------------------------------------
+PARTITION_WCU_PER_S = 1_000  # write units a second one partition (one partition key) takes
+PARTITION_RCU_PER_S = 3_000  # read units a second one partition serves
+WRITE_UNIT_BYTES = 1_024  # one WCU writes up to 1 KB
+READ_UNIT_BYTES = 4_096  # one RCU reads up to 4 KB strongly consistent, twice that eventually
+EVENTUAL_READ_FACTOR = 0.5  # an eventually consistent read costs half
+ITEM_OVERHEAD_BYTES = 100  # storage DynamoDB adds to every item and every index entry
+
+# -- The API's limits --------------------------------------------------------------------
+MIN_SHARDS = 1
+MAX_SHARDS = 100  # `shards` of PUT /boards/{boardId}
+HEAD_SERVES_UP_TO = 100  # the largest `limit` the head item answers (podium.head.SERVES_UP_TO)
+
+# -- Podium's costs per operation ------------------------------------------------------
+SAFETY_FRACTION = 0.8  # plan each partition to this fraction of its limit
+TABLE_WCU_PER_UPDATE = 1  # the score item is written alone and stays under 1 KB
+INDEX_WCU_PER_UPDATE = 2  # the index deletes the old entry and puts the new one
+# estimate: the aggregator's writes for one score change (the period's count, the score
+# buckets), amortised over a stream batch.
+STREAM_WCU_PER_UPDATE = 1.0
+# estimate: share of score changes that move a key into or out of the head (the top 128).
+HEAD_CHANGE_FRACTION = 0.05
+# estimate: the aggregator writes a board's head at most once a batch; batches reach it
+# about once a second from each of ~10 stream shards.
+HEAD_WRITES_MAX_PER_S = 10.0
+HEAD_ITEM_BYTES = 4_096  # estimate: 128 compressed sort keys (podium.head: "far below 8 KB")
+INDEX_KEY_BYTES = 100  # estimate: one KEYS_ONLY index entry as a query reads it
+VIEW_RCU = 1.0  # the board item and the period's count, eventually consistent, 0.5 each
+HEAD_ITEM_RCU = 1.0  # the head item, eventually consistent, up to 8 KB
+MEMBER_SCORE_RCU = 0.5  # a member's score item, eventually consistent
+TOP_KEYS_FACTOR = 1.5  # an exact top-k reads about 1.5·k + 2·shards index keys
+TOP_KEYS_PER_SHARD = 2
+BUCKET_AVG_MEMBERS = 768  # estimate: buckets are rebuilt at 512 members and split at 1,024
+BUCKET_MAX_MEMBERS = 1_024  # podium.buckets.SPLIT_AT
+BUCKET_ITEM_BYTES = 100  # estimate: one score-bucket item (bound, count, epoch, times)
+
+# -- The event log (docs/event-log.md) --------------------------------------------------
+EVENT_WCU = 7  # insert 2 + mark 2 + delete 1 on its bucket, + 2 for the eventId claim
+EVENT_RCU = 1  # the fold's consistent read of the log
+EVENT_BUCKETS = 64  # podium.store.EVENT_BUCKETS
+EVENT_BUCKET_WCU = 5  # of EVENT_WCU, the units on the event's own bucket partition
+
+# -- Prices: us-east-1, on-demand, Standard table class, USD ----------------------------
+PRICE_REGION = "us-east-1"
+PRICE_DATE = "2024-11-01"  # the on-demand price cut; list prices unchanged since, as of 2026-11
+WRITE_PRICE_PER_MILLION = 0.625  # per million write request units
+READ_PRICE_PER_MILLION = 0.125  # per million read request units
+STORAGE_PRICE_PER_GB_MONTH = 0.25  # per GB-month (the first 25 GB free a month are ignored)
+CACHE_PRICE_PER_HOUR = 0.020  # API Gateway stage cache of 0.5 GB, per hour
+SECONDS_PER_MONTH = 730 * 3_600  # AWS bills a month as 730 hours
+BYTES_PER_GB = 1_000_000_000
+
+# -- Storage per member (estimates, for ids of about 16 characters) -----------------------
+PROFILE_ITEM_BYTES = 100  # keys, createdAt, updatedAt; `data` comes on top
+SCORE_ITEM_BYTES = 150  # keys, s, v, t, rpk, rsk
+INDEX_ENTRY_BYTES = 115  # the table's keys and the index's keys
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one board must sustain."""
+
+    writes_per_s: float  # score updates a second
+    top_reads_per_s: float
+    rank_reads_per_s: float
+    members: int
+    k: int = 10  # the `limit` of a top read
+    data_bytes: int = 200  # a member's `data`, serialised
+    events_per_s: float = 0.0  # events logged through POST .../events (with an eventId)
+    shards: int | None = None  # None: the planner picks
+    head: bool = True  # top reads may come from the head item (not consistent=true)
+    cache_ttl_s: float = 0.0  # TopCacheTtlSeconds
+    cached_pages: int = 10  # distinct top pages (cache keys) being read
+    safety: float = SAFETY_FRACTION
+
+
+@dataclass(frozen=True)
+class Prices:
+    write_per_million: float = WRITE_PRICE_PER_MILLION
+    read_per_million: float = READ_PRICE_PER_MILLION
+    storage_per_gb_month: float = STORAGE_PRICE_PER_GB_MONTH
+    cache_per_hour: float = CACHE_PRICE_PER_HOUR
+
+
+@dataclass(frozen=True)
+class Plan:
+    shards: int
+    required_shards: int  # before the 1..100 clamp
+    over_capacity: bool  # even 100 shards cannot take the index writes
+    max_writes_per_s: float  # score updates a second the chosen shards take within safety
+    index_wcu_per_shard: float
+    table_wcu: float
+    index_wcu: float
+    table_rcu: float
+    index_rcu: float
+    top_rcu_per_read: float
+    top_reads_to_dynamodb: float
+    rank_rcu_per_read: float
+    naive_rank_rcu_per_read: float
+    index_rcu_per_shard: float
+    board_partition_rcu: float  # reads of B#{board}: board, count, head, buckets
+    bytes_per_member: int
+    storage_gb: float
+    monthly_write_cost: float
+    monthly_read_cost: float
+    monthly_storage_cost: float
+    monthly_cache_cost: float
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def monthly_cost(self) -> float:
+        return (
+            self.monthly_write_cost
+            + self.monthly_read_cost
+            + self.monthly_storage_cost
+            + self.monthly_cache_cost
+        )
+
+
+def query_rcu(keys: float, key_bytes: int = INDEX_KEY_BYTES) -> float:
+    """Read units of one eventually consistent query returning ``keys`` items: the bytes
+    read, rounded up to 4 KB, at half a unit each (a query reads at least one block)."""
+    blocks = max(1, math.ceil(math.ceil(keys) * key_bytes / READ_UNIT_BYTES))
+    return blocks * EVENTUAL_READ_FACTOR
+
+
+def required_shards(writes_per_s: float, safety: float = SAFETY_FRACTION) -> int:
+    """The fewest shards whose index partitions each take at most ``safety`` of 1,000 WCU/s."""
+    return max(MIN_SHARDS, math.ceil(writes_per_s * INDEX_WCU_PER_UPDATE / (safety * PARTITION_WCU_PER_S)))
+
+
+def max_writes_per_s(shards: int, safety: float = SAFETY_FRACTION) -> float:
+    return shards * safety * PARTITION_WCU_PER_S / INDEX_WCU_PER_UPDATE
+
+
+def top_from_index_rcu(k: int, shards: int) -> float:
+    """An exact top-k by scatter-gather: about 1.5·k + 2·shards keys over ``shards``
+    queries, plus the board and count reads."""
+    keys_per_shard = (TOP_KEYS_FACTOR * k + TOP_KEYS_PER_SHARD * shards) / shards
+    return shards * query_rcu(keys_per_shard) + VIEW_RCU
+
+
+def bucket_count(members: int) -> int:
+    return max(1, math.ceil(members / BUCKET_AVG_MEMBERS))
+
+
+def rank_rcu(members: int, shards: int) -> tuple[float, float, float]:
+    """One rank from the score buckets: (total RCU, the bucket query's RCU, one shard's
+    COUNT RCU). The member is taken at the median, so the query reads half the buckets;
+    the COUNT inside the member's bucket reads a full bucket's keys over every shard."""
+    buckets_read = math.ceil(bucket_count(members) / 2)
+    bucket_query = query_rcu(buckets_read, BUCKET_ITEM_BYTES)
+    count_per_shard = query_rcu(BUCKET_MAX_MEMBERS / shards)
+    return (
+        VIEW_RCU + MEMBER_SCORE_RCU + bucket_query + shards * count_per_shard,
+        bucket_query,
+        count_per_shard,
+    )
+
+
+def naive_rank_rcu(members: int, shards: int) -> float:
+    """A rank by COUNT of every index key above the member (the reference pattern), for a
+    member at the median."""
+    return VIEW_RCU + MEMBER_SCORE_RCU + shards * query_rcu(members / 2 / shards)
+
+
+def bytes_per_member(data_bytes: int) -> int:
+    return (
+        (ITEM_OVERHEAD_BYTES + PROFILE_ITEM_BYTES + data_bytes)
+        + (ITEM_OVERHEAD_BYTES + SCORE_ITEM_BYTES)
+        + (ITEM_OVERHEAD_BYTES + INDEX_ENTRY_BYTES)
+    )
+
+
+def plan(workload: Workload, prices: Prices | None = None) -> Plan:
+    prices = prices or Prices()
+    warnings: list[str] = []
+    w = workload
+
+    needed = required_shards(w.writes_per_s, w.safety)
+    shards = w.shards if w.shards is not None else min(MAX_SHARDS, needed)
+    over_capacity = needed > MAX_SHARDS
+    capacity = max_writes_per_s(shards, w.safety)
+    index_wcu = w.writes_per_s * INDEX_WCU_PER_UPDATE
+    index_wcu_per_shard = index_wcu / shards
+    if over_capacity:
+        warnings.append(
+            f"{w.writes_per_s:,.0f} updates/s need {needed} shards: {MAX_SHARDS} shards take "
+            f"{max_writes_per_s(MAX_SHARDS, w.safety):,.0f}/s at {w.safety:.0%} of a partition. "
+            "Log the updates (POST .../events): the fold moves each member's index entry once a "
+            "batch, however many events it sums."
+        )
+    elif index_wcu_per_shard > w.safety * PARTITION_WCU_PER_S:
+        warnings.append(
+            f"{shards} shards take {index_wcu_per_shard:,.0f} index WCU/s each, over "
+            f"{w.safety:.0%} of {PARTITION_WCU_PER_S:,}: the index throttles, and with it the table."
+        )
+
+    head_writes = min(w.writes_per_s * HEAD_CHANGE_FRACTION, HEAD_WRITES_MAX_PER_S)
+    head_wcu = head_writes * math.ceil(HEAD_ITEM_BYTES / WRITE_UNIT_BYTES)
+    table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + STREAM_WCU_PER_UPDATE) + head_wcu
+    table_wcu += w.events_per_s * EVENT_WCU
+
+    from_head = w.head and w.k <= HEAD_SERVES_UP_TO
+    top_rcu = VIEW_RCU + HEAD_ITEM_RCU if from_head else top_from_index_rcu(w.k, shards)
+    top_reads = w.top_reads_per_s
+    if w.cache_ttl_s > 0:
+        top_reads = min(top_reads, w.cached_pages / w.cache_ttl_s)
+    rank_total, bucket_query, count_per_shard = rank_rcu(w.members, shards)
+
+    top_table_rcu = top_reads * top_rcu if from_head else top_reads * VIEW_RCU
+    top_index_rcu = 0.0 if from_head else top_reads * (top_rcu - VIEW_RCU)
+    rank_index_rcu = w.rank_reads_per_s * shards * count_per_shard
+    table_rcu = top_table_rcu + w.rank_reads_per_s * (rank_total - shards * count_per_shard)
+    table_rcu += w.events_per_s * EVENT_RCU
+    index_rcu = top_index_rcu + rank_index_rcu
+    index_rcu_per_shard = index_rcu / shards
+    if index_rcu_per_shard > w.safety * PARTITION_RCU_PER_S:
+        warnings.append(
+            f"every rank read (and top read from the index) queries every shard: "
+            f"{index_rcu_per_shard:,.0f} RCU/s a shard is over {w.safety:.0%} of {PARTITION_RCU_PER_S:,}. "
+            "More shards help only until each query reads one block (0.5 RCU); serve top-k from "
+            "the head, cache the top pages (TopCacheTtlSeconds), or read fewer ranks per board."
+        )
+    board_rcu = top_reads * (VIEW_RCU + (HEAD_ITEM_RCU if from_head else 0.0))
+    board_rcu += w.rank_reads_per_s * (VIEW_RCU + bucket_query)
+    if board_rcu > w.safety * PARTITION_RCU_PER_S:
+        warnings.append(
+            f"the board's own items (B#{{board}}: board, count, head, buckets) take {board_rcu:,.0f} "
+            f"RCU/s, over {w.safety:.0%} of one partition's {PARTITION_RCU_PER_S:,} (DynamoDB may split "
+            "them by sort key, but no single item goes past it). Cache the top pages "
+            "(TopCacheTtlSeconds) and the board in the functions."
+        )
+    if w.events_per_s > 0:
+        per_bucket = w.events_per_s * EVENT_BUCKET_WCU / EVENT_BUCKETS
+        if per_bucket > w.safety * PARTITION_WCU_PER_S:
+            warnings.append(
+                f"{w.events_per_s:,.0f} events/s on one member take {per_bucket:,.0f} WCU/s per event "
+                f"bucket; the ceiling is {EVENT_BUCKETS * PARTITION_WCU_PER_S / EVENT_BUCKET_WCU:,.0f} "
+                "events/s a member (raise EVENT_BUCKETS)."
+            )
+
+    per_member = bytes_per_member(w.data_bytes)
+    storage_gb = w.members * per_member / BYTES_PER_GB
+    return Plan(
+        shards=shards,
+        required_shards=needed,
+        over_capacity=over_capacity,
+        max_writes_per_s=capacity,
+        index_wcu_per_shard=index_wcu_per_shard,
+        table_wcu=table_wcu,
+        index_wcu=index_wcu,
+        table_rcu=table_rcu,
+        index_rcu=index_rcu,
+        top_rcu_per_read=top_rcu,
+        top_reads_to_dynamodb=top_reads,
+        rank_rcu_per_read=rank_total,
+        naive_rank_rcu_per_read=naive_rank_rcu(w.members, shards),
+        index_rcu_per_shard=index_rcu_per_shard,
+        board_partition_rcu=board_rcu,
+        bytes_per_member=per_member,
+        storage_gb=storage_gb,
+        monthly_write_cost=(table_wcu + index_wcu) * SECONDS_PER_MONTH / 1e6 * prices.write_per_million,
+        monthly_read_cost=(table_rcu + index_rcu) * SECONDS_PER_MONTH / 1e6 * prices.read_per_million,
+        monthly_storage_cost=storage_gb * prices.storage_per_gb_month,
+        monthly_cache_cost=prices.cache_per_hour * 730 if w.cache_ttl_s > 0 else 0.0,
+        warnings=warnings,
+    )

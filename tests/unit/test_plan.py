@@ -1,0 +1,156 @@
+"""The capacity planner's arithmetic against figures worked out by hand (docs/capacity.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner import capacity
+from planner.__main__ import main
+from planner.capacity import Workload, plan
+
+
+def test_one_shard_takes_400_updates_a_second_at_80_percent():
+    # Given 400 updates/s: 800 index WCU/s, exactly 80 % of one partition's 1,000
+    # When / Then
+    assert capacity.required_shards(400) == 1
+    assert capacity.required_shards(401) == 2  # 802 > 800
+    assert capacity.required_shards(0) == 1
+
+
+def test_5000_updates_need_13_shards():
+    # Given 5,000 updates/s = 10,000 index WCU/s; 10,000 / 800 = 12.5
+    result = plan(Workload(writes_per_s=5_000, top_reads_per_s=0, rank_reads_per_s=0, members=1_000_000))
+
+    # Then 13 shards, each taking 10,000 / 13 = 769.2 WCU/s
+    assert result.shards == 13
+    assert result.index_wcu == 10_000
+    assert result.index_wcu_per_shard == pytest.approx(769.23, abs=0.01)
+    assert result.max_writes_per_s == 5_200  # 13 * 800 / 2
+    assert not result.over_capacity
+    # table: 5,000 * (1 score + 1 stream) + min(5,000 * 5 %, 10) head writes * 4 KB = 10,040
+    assert result.table_wcu == 10_040
+
+
+def test_throttling_edge_at_100_shards():
+    # Given 100 shards take 100 * 800 / 2 = 40,000 updates/s
+    at_edge = plan(Workload(writes_per_s=40_000, top_reads_per_s=0, rank_reads_per_s=0, members=10))
+    past_edge = plan(Workload(writes_per_s=40_001, top_reads_per_s=0, rank_reads_per_s=0, members=10))
+
+    # Then 40,000 fits exactly; 40,001 needs 101 shards and is capped at 100 with a warning
+    assert (at_edge.shards, at_edge.over_capacity, at_edge.warnings) == (100, False, [])
+    assert past_edge.shards == 100
+    assert past_edge.required_shards == 101
+    assert past_edge.over_capacity
+    assert any("events" in warning for warning in past_edge.warnings)
+
+
+def test_too_few_shards_chosen_by_hand_throttle_the_index():
+    # Given 1,000 updates/s on 2 shards: 1,000 index WCU/s each, over 800
+    result = plan(Workload(writes_per_s=1_000, top_reads_per_s=0, rank_reads_per_s=0, members=10, shards=2))
+
+    # Then
+    assert result.index_wcu_per_shard == 1_000
+    assert any("throttles" in warning for warning in result.warnings)
+
+
+def test_query_rcu_rounds_up_to_4_kb_at_half_a_unit():
+    assert capacity.query_rcu(1) == 0.5  # 100 B
+    assert capacity.query_rcu(40) == 0.5  # 4,000 B
+    assert capacity.query_rcu(41) == 1.0  # 4,100 B: two blocks
+    assert capacity.query_rcu(0) == 0.5  # an empty query still costs a block
+
+
+def test_exact_top_100_on_13_shards():
+    # Given 1.5 * 100 + 2 * 13 = 176 keys over 13 shards: 13.54 -> 14 keys = 1,400 B a shard
+    # Then 13 queries of one block (0.5) + 1 for the board and count = 7.5
+    assert capacity.top_from_index_rcu(100, 13) == 7.5
+
+
+def test_top_from_the_head_is_two_units():
+    result = plan(Workload(writes_per_s=10, top_reads_per_s=1_000, rank_reads_per_s=0, members=100, k=100))
+    assert result.top_rcu_per_read == 2.0
+    assert result.index_rcu == 0
+    assert result.table_rcu == 2_000
+    # k over 100 reads the index: 1.5 * 101 + 2 = 153.5 keys on 1 shard -> 15,400 B -> 4 blocks
+    deep = plan(Workload(writes_per_s=10, top_reads_per_s=1_000, rank_reads_per_s=0, members=100, k=101))
+    assert deep.top_rcu_per_read == 3.0  # 4 * 0.5 + 1
+    assert deep.index_rcu == 2_000
+
+
+def test_rank_on_a_million_members_stays_under_50_units():
+    # Given 1,000,000 / 768 = 1,303 buckets; the median member reads 652 of them:
+    # 65,200 B -> 16 blocks -> 8 RCU. Its bucket (1,024 keys) over 13 shards: 79 keys =
+    # 7,900 B -> 2 blocks -> 1 RCU a shard, 13 in all. Plus 1 (board, count) + 0.5 (score).
+    total, bucket_query, count_per_shard = capacity.rank_rcu(1_000_000, 13)
+
+    # Then
+    assert (bucket_query, count_per_shard) == (8.0, 1.0)
+    assert total == 22.5
+    assert total <= 50
+    # The naive COUNT reads 500,000 keys: 38,462 a shard = 3,846,200 B -> 940 blocks -> 470 RCU
+    assert capacity.naive_rank_rcu(1_000_000, 13) == 13 * 470 + 1.5
+
+
+def test_storage_and_monthly_cost():
+    # Given 1,000,000 members with 200 B of data:
+    # profile 100 + 100 + 200, score 100 + 150, index entry 100 + 115 = 865 B
+    result = plan(Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=1_000_000))
+    assert result.bytes_per_member == 865
+    assert result.storage_gb == pytest.approx(0.865)
+    assert result.monthly_storage_cost == pytest.approx(0.865 * 0.25)
+    # writes: table 100 * 2 + 5 head writes * 4 = 220, index 200 -> 420 WRU/s
+    # 420 * 2,628,000 s = 1,103.76 M WRU * $0.625 = $689.85
+    assert result.monthly_write_cost == pytest.approx(689.85)
+    assert result.monthly_read_cost == 0
+
+
+def test_prices_can_be_overridden():
+    workload = Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=0)
+    result = plan(workload, capacity.Prices(write_per_million=1.25))
+    assert result.monthly_write_cost == pytest.approx(2 * 689.85)
+
+
+def test_the_api_cache_caps_top_reads_reaching_dynamodb():
+    # Given 16,000 top reads/s over 10 cached pages with a 2 s TTL: 5 reads/s miss the cache
+    result = plan(
+        Workload(
+            writes_per_s=10, top_reads_per_s=16_000, rank_reads_per_s=0, members=100, k=100, cache_ttl_s=2
+        )
+    )
+    assert result.top_reads_to_dynamodb == 5
+    assert result.table_rcu == 10  # 5 * 2
+    assert result.monthly_cache_cost == pytest.approx(0.02 * 730)
+
+
+def test_event_log_ceiling_per_member():
+    # Given 10,000 events/s on one member: 10,000 * 5 / 64 = 781 WCU/s a bucket, under 800
+    fine = plan(
+        Workload(writes_per_s=0, top_reads_per_s=0, rank_reads_per_s=0, members=1, events_per_s=10_000)
+    )
+    hot = plan(
+        Workload(writes_per_s=0, top_reads_per_s=0, rank_reads_per_s=0, members=1, events_per_s=11_000)
+    )
+    assert fine.warnings == []
+    assert fine.table_wcu == 70_000  # 7 WCU an event
+    assert fine.table_rcu == 10_000
+    assert any("12,800" in warning for warning in hot.warnings)
+
+
+def test_cli_prints_json(capsys):
+    # When
+    assert main(["--writes", "5000", "--reads", "20000", "--members", "1000000", "--k", "100", "--json"]) == 0
+
+    # Then 20 % of the reads are ranks
+    document = json.loads(capsys.readouterr().out)
+    assert document["plan"]["shards"] == 13
+    assert document["workload"]["rank_reads_per_s"] == 4_000
+    assert document["prices"]["region"] == "us-east-1"
+
+
+def test_cli_prints_a_table(capsys):
+    assert main(["--writes", "50000", "--members", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "shards (recommended)" in out
+    assert "needs 125" in out  # 100,000 / 800
