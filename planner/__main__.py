@@ -99,7 +99,7 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
         ("members", f"{workload.members:,}"),
         ("", ""),
         (
-            "shards (recommended)",
+            "shards (as given)" if workload.shards is not None else "shards (recommended)",
             f"{p.shards}" + (f" (needs {p.required_shards})" if p.over_capacity else ""),
         ),
         (
@@ -130,7 +130,7 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
         (f"reads ${prices.read_per_million}/M RRU", f"${p.monthly_read_cost:,.2f} a month"),
         (f"storage ${prices.storage_per_gb_month}/GB-month", f"${p.monthly_storage_cost:,.2f} a month"),
         (f"API cache ${prices.cache_per_hour}/hour", f"${p.monthly_cache_cost:,.2f} a month"),
-        ("total (DynamoDB on-demand)", f"${p.monthly_cost:,.2f} a month"),
+        ("total (DynamoDB and API cache)", f"${p.monthly_cost:,.2f} a month"),
     ]
     width = max(len(label) for label, _ in rows)
     lines = [f"{label:<{width}}  {value}" if label else "" for label, value in rows]
