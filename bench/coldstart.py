@@ -1,0 +1,235 @@
+"""Cold start: what importing each function's handler costs, next to a bare ``import boto3``.
+
+Lambda imports ``app`` from the function's directory with the layer on ``sys.path``,
+from files it cannot write to: ``sam build`` ships the function and the layer as source
+(no ``.pyc``), so every cold start compiles them, and nothing it compiles is kept. The
+runtime's own boto3 comes compiled. This measures exactly that: each function and the
+layer (``podium`` and the layer's requirements, as source) are staged in a temporary
+directory like ``/var/task`` and ``/opt/python``, and a fresh ``python -B`` times
+``import app`` there (the handler attribute must exist), while boto3 comes compiled from
+the venv. The bare ``import boto3`` runs in the same kind of process, and the runs are
+interleaved in a shuffled order, so the machine's noise hits every target alike.
+
+    python -m bench.coldstart [--repeats 15] [--bytecode]
+
+``--bytecode`` compiles the staged function and layer first, to show what shipping
+``.pyc`` files would save.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import py_compile
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+FUNCTIONS = ROOT / "functions"
+LAYER = ROOT / "layers" / "podium"
+BOTO3 = "boto3"
+
+# What Lambda and template.yaml's Globals put in the environment (the values are made up).
+LAMBDA_ENVIRONMENT = {
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EXECUTION_ENV": "AWS_Lambda_python3.11",
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+    "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+    "_HANDLER": "app.lambda_handler",
+    "TABLE_NAME": "podium-dev-LeaderboardTable",
+    "IDEMPOTENCY_TABLE_NAME": "podium-dev-IdempotencyTable",
+    "NOTIFICATION_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:podium-dev-notifications",
+    "RANK_INDEX_NAME": "RankIndex",
+    "SNAPSHOT_RETENTION_DAYS": "90",
+    "POWERTOOLS_SERVICE_NAME": "podium",
+    "POWERTOOLS_LOG_LEVEL": "INFO",
+    "POWERTOOLS_METRICS_NAMESPACE": "Podium",
+}
+
+# Run in the measured process: the import's own time, without the interpreter's start.
+TIMED_IMPORT = """
+import time
+started = time.perf_counter()
+{statement}
+print(time.perf_counter() - started)
+"""
+
+# Modules a handler's import is better without; the table says which ones it loaded.
+HEAVY_MODULES = (
+    "pydantic",
+    "aws_xray_sdk",
+    "aws_lambda_powertools.event_handler",
+    "aws_lambda_powertools.utilities.batch",
+    "aws_lambda_powertools.utilities.idempotency",
+)
+
+# Run once per function, untimed: what the import left behind.
+INSPECT_IMPORT = """
+import gc, json, sys
+import app
+app.lambda_handler
+import botocore.client, botocore.session
+objects = gc.get_objects()
+print(json.dumps({{
+    "clients": sum(isinstance(o, botocore.client.BaseClient) for o in objects),
+    "sessions": sum(isinstance(o, botocore.session.Session) for o in objects),
+    "heavy": [m for m in {heavy!r} if m in sys.modules],
+}}))
+"""
+
+
+def function_names() -> list[str]:
+    return sorted(path.parent.name for path in FUNCTIONS.glob("*/app.py"))
+
+
+def layer_distributions() -> list[metadata.Distribution]:
+    """The layer's requirements and everything they need (no extras), as installed here."""
+    from packaging.requirements import Requirement
+
+    wanted = [
+        Requirement(line).name
+        for line in (LAYER / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    found: dict[str, metadata.Distribution] = {}
+    while wanted:
+        name = wanted.pop()
+        if name.lower() in found:
+            continue
+        distribution = metadata.distribution(name)
+        found[name.lower()] = distribution
+        for text in distribution.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                wanted.append(requirement.name)
+    return list(found.values())
+
+
+def stage(into: Path, bytecode: bool) -> Path:
+    """``into/opt/python`` as the layer, ``into/task/<name>`` as each function; returns ``opt/python``."""
+    layer = into / "opt" / "python"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(LAYER / "podium", layer / "podium", ignore=ignore)
+    for distribution in layer_distributions():
+        for file in distribution.files or []:
+            top = file.parts[0]
+            if top.endswith((".dist-info", ".data")) or top == ".." or "__pycache__" in file.parts:
+                continue
+            target = layer / file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(str(file.locate())), target)
+    for name in function_names():
+        shutil.copytree(FUNCTIONS / name, into / "task" / name, ignore=ignore)
+    if bytecode:
+        # Hash-checked, as a zip's timestamps would make timestamp-checked .pyc stale.
+        compileall.compile_dir(into, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    return layer
+
+
+def environment(layer: Path, task: Path) -> dict[str, str]:
+    keep = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "POWERTOOLS_"))}
+    keep.pop("PYTHONPATH", None)
+    return {
+        **keep,
+        **LAMBDA_ENVIRONMENT,
+        "PYTHONPATH": f"{task}{os.pathsep}{layer}",
+        "LAMBDA_TASK_ROOT": str(task),
+    }
+
+
+def run(code: str, cwd: Path, env: dict[str, str]) -> str:
+    # -B: /var/task and /opt are read-only on Lambda, so nothing compiled is ever kept.
+    done = subprocess.run(  # noqa: S603 - this interpreter, fixed code
+        [sys.executable, "-B", "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"importing in {cwd} failed:\n{done.stderr}")
+    return done.stdout.strip().splitlines()[-1]
+
+
+def measure(repeats: int = 15, bytecode: bool = False) -> dict[str, Any]:
+    """Median import time (seconds) of ``import boto3`` and of each function's ``app``, the
+    ratio of each to boto3's, the largest ratio, and what each import left behind."""
+    with tempfile.TemporaryDirectory(prefix="podium-coldstart-") as scratch:
+        root = Path(scratch)
+        layer = stage(root, bytecode)
+        names = function_names()
+        targets = [BOTO3, *names]
+        envs = {name: environment(layer, root / "task" / name) for name in names}
+        envs[BOTO3] = environment(layer, root / "task")
+        statements = dict.fromkeys(names, "import app\napp.lambda_handler")
+        statements[BOTO3] = "import boto3"
+        cwd = {name: root / "task" / name for name in names}
+        cwd[BOTO3] = root / "task"
+
+        for target in targets:  # warm the OS's file cache; not counted
+            run(TIMED_IMPORT.format(statement=statements[target]), cwd[target], envs[target])
+        samples: dict[str, list[float]] = {target: [] for target in targets}
+        for _ in range(repeats):
+            order = random.sample(targets, len(targets))
+            for target in order:
+                code = TIMED_IMPORT.format(statement=statements[target])
+                samples[target].append(float(run(code, cwd[target], envs[target])))
+        left_behind = {
+            name: json.loads(run(INSPECT_IMPORT.format(heavy=HEAVY_MODULES), cwd[name], envs[name]))
+            for name in names
+        }
+
+    medians = {target: statistics.median(values) for target, values in samples.items()}
+    ratios = {name: medians[name] / medians[BOTO3] for name in names}
+    return {
+        "python": sys.version.split()[0],
+        "repeats": repeats,
+        "bytecode": bytecode,
+        "boto3_seconds": medians[BOTO3],
+        "handlers": {
+            name: {"seconds": medians[name], "ratio": ratios[name], **left_behind[name]} for name in names
+        },
+        "max_ratio": max(ratios.values()),
+        "max_ratio_handler": max(ratios, key=lambda name: ratios[name]),
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [
+        f"Python {result['python']}, median of {result['repeats']} fresh processes each, "
+        f"{'with' if result['bytecode'] else 'without'} .pyc for the function and layer",
+        "",
+        "| import | ms | x boto3 | clients | sessions | heavy modules |",
+        "|---|---:|---:|---:|---:|---|",
+        f"| `boto3` (bare) | {result['boto3_seconds'] * 1000:.0f} | 1.00 | | | |",
+    ]
+    for name, row in result["handlers"].items():
+        heavy = ", ".join(m.rsplit(".", 1)[-1] for m in row["heavy"]) or "none"
+        lines.append(
+            f"| `{name}` | {row['seconds'] * 1000:.0f} | {row['ratio']:.2f} "
+            f"| {row['clients']} | {row['sessions']} | {heavy} |"
+        )
+    lines += ["", f"Largest: {result['max_ratio']:.2f} x boto3 ({result['max_ratio_handler']})"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--bytecode", action="store_true", help="compile the function and layer first")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+    args = parser.parse_args()
+    result = measure(args.repeats, args.bytecode)
+    print(json.dumps(result, indent=2) if args.json else table(result))
+
+
+if __name__ == "__main__":
+    main()
