@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -75,3 +75,11 @@ plan: setup ## Capacity plan for one board in AWS (shards, RCU/WCU, monthly cost
 
 invoke: setup ## Invoke one function with an event against the running `make run`: make invoke FUNCTION=TopFunction EVENT=events/top.json
 	$(PY) -m devstack invoke $(FUNCTION) -e $(EVENT)
+
+$(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-bench.txt
+	touch $@
+
+bench: setup $(VENV)/.bench-installed ## Measure items, RCU/WCU, rounds and latency of each access pattern on DynamoDB Local, next to Redis; writes docs/benchmarks.md (QUICK=1: a 2-minute smoke run into bench-data/quick/)
+	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
+	$(PY) -m bench $(if $(QUICK),--quick,)

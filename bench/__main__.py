@@ -1,0 +1,33 @@
+"""``python -m bench [--quick] [--report-only]``: see docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+
+from bench import report
+from bench.run import Plan, run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a smoke run of about 2 minutes")
+    parser.add_argument(
+        "--report-only", action="store_true", help="rewrite the page and plots from the last results.json"
+    )
+    args = parser.parse_args()
+    # On SIGTERM, unwind like Ctrl-C, so that DynamoDB Local and redis-server are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    plan = Plan.from_environment(args.quick)
+    started = time.perf_counter()
+    results = json.loads((plan.data / "results.json").read_text()) if args.report_only else run(plan)
+    print(report.console(results))
+    page = report.write(results, plan.out)
+    print(f"wrote {page} in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Read what every DynamoDB request costs, from DynamoDB's own answer.
+
+A botocore event hook asks every request for ``ReturnConsumedCapacity=INDEXES`` and
+records, when the answer comes, its start and end time, the capacity it consumed (on
+the table and on each index) and the items it read. A :class:`Window` collects the
+requests of one measured operation, including those its thread pool sends.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+READ_OPERATIONS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
+
+
+@dataclass(frozen=True)
+class Call:
+    """One DynamoDB request as the client saw it."""
+
+    operation: str
+    started: float
+    ended: float
+    capacity: float  # table and indexes together
+    index_capacity: float  # the part consumed on global secondary indexes
+    items_read: int  # ScannedCount of a query, the items a get returned
+    count: int  # Count of a query (what matched); the items returned otherwise
+    error: str | None = None
+
+    @property
+    def is_read(self) -> bool:
+        return self.operation in READ_OPERATIONS
+
+
+def rounds(calls: list[Call]) -> int:
+    """Sequential round trips: requests that overlap in time share a round; a request
+    that starts after every earlier one has ended starts a new one."""
+    count = 0
+    horizon = -math.inf
+    for call in sorted(calls, key=lambda c: c.started):
+        if call.started >= horizon:
+            count += 1
+        horizon = max(horizon, call.ended)
+    return count
+
+
+def _capacity(consumed: Any) -> tuple[float, float]:
+    entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
+    total = 0.0
+    on_indexes = 0.0
+    for entry in entries:
+        total += float(entry.get("CapacityUnits", 0.0))
+        for index in (entry.get("GlobalSecondaryIndexes") or {}).values():
+            on_indexes += float(index.get("CapacityUnits", 0.0))
+    return total, on_indexes
+
+
+def _items(operation: str, parsed: dict[str, Any]) -> tuple[int, int]:
+    if operation in ("Query", "Scan"):
+        return int(parsed.get("ScannedCount", 0)), int(parsed.get("Count", 0))
+    if operation == "GetItem":
+        found = 1 if parsed.get("Item") else 0
+        return found, found
+    if operation == "BatchGetItem":
+        found = sum(len(items) for items in (parsed.get("Responses") or {}).values())
+        return found, found
+    if operation == "TransactGetItems":
+        found = sum(1 for response in parsed.get("Responses") or [] if response.get("Item"))
+        return found, found
+    return 0, 0
+
+
+class Recorder:
+    """Records every request of the clients it is attached to."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: list[Call] = []
+
+    def attach(self, client: Any) -> Any:
+        events = client.meta.events
+        events.register("provide-client-params.dynamodb.*", self._ask_for_capacity)
+        events.register("before-call.dynamodb.*", self._started)
+        events.register("after-call.dynamodb.*", self._ended)
+        return client
+
+    @staticmethod
+    def _ask_for_capacity(params: dict[str, Any], model: Any, **_: Any) -> None:
+        if "ReturnConsumedCapacity" in model.input_shape.members:
+            params["ReturnConsumedCapacity"] = "INDEXES"
+
+    @staticmethod
+    def _started(context: dict[str, Any], **_: Any) -> None:
+        context["bench_started"] = time.perf_counter()
+
+    def _ended(self, model: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        ended = time.perf_counter()
+        capacity, on_indexes = _capacity(parsed.get("ConsumedCapacity"))
+        items_read, count = _items(model.name, parsed)
+        error = (parsed.get("Error") or {}).get("Code")
+        call = Call(
+            operation=model.name,
+            started=float(context.get("bench_started", ended)),
+            ended=ended,
+            capacity=capacity,
+            index_capacity=on_indexes,
+            items_read=items_read,
+            count=count,
+            error=error,
+        )
+        with self._lock:
+            self._calls.append(call)
+
+    @contextmanager
+    def window(self) -> Iterator[Window]:
+        """The requests sent while the block runs (the block waits for its own)."""
+        window = Window()
+        with self._lock:
+            self._calls = []  # windows never overlap: what came before belongs to none
+        window.started = time.perf_counter()
+        try:
+            yield window
+        finally:
+            window.ended = time.perf_counter()
+            with self._lock:
+                window.calls, self._calls = self._calls, []
+
+
+@dataclass
+class Window:
+    calls: list[Call] = field(default_factory=list)
+    started: float = 0.0
+    ended: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.ended - self.started
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One run of a measured operation."""
+
+    seconds: float
+    requests: int
+    rounds: int
+    query_rounds: int
+    rcu: float
+    wcu: float
+    index_units: float
+    items_read: int
+    count: int
+
+    @classmethod
+    def of(cls, window: Window) -> Sample:
+        calls = window.calls
+        return cls(
+            seconds=window.seconds,
+            requests=len(calls),
+            rounds=rounds(calls),
+            query_rounds=rounds([c for c in calls if c.operation == "Query"]),
+            rcu=sum(c.capacity for c in calls if c.is_read),
+            wcu=sum(c.capacity for c in calls if not c.is_read),
+            index_units=sum(c.index_capacity for c in calls),
+            items_read=sum(c.items_read for c in calls),
+            count=sum(c.count for c in calls),
+        )
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The nearest-rank percentile (p95 of 20 values is the 19th)."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def summarise(samples: list[Sample]) -> dict[str, Any]:
+    """Medians of the costs (they barely vary), p50/p95 of the latency."""
+    latencies = [s.seconds * 1000 for s in samples]
+
+    def median(name: str) -> float:
+        return float(statistics.median(getattr(s, name) for s in samples))
+
+    return {
+        "runs": len(samples),
+        "requests": median("requests"),
+        "rounds": median("rounds"),
+        "queryRounds": median("query_rounds"),
+        "oneQueryRoundShare": sum(1 for s in samples if s.query_rounds == 1) / len(samples),
+        "rcu": median("rcu"),
+        "wcu": median("wcu"),
+        "indexUnits": median("index_units"),
+        "itemsRead": median("items_read"),
+        "count": median("count"),
+        "p50Ms": percentile(latencies, 0.50),
+        "p95Ms": percentile(latencies, 0.95),
+    }

@@ -1,0 +1,130 @@
+"""What DynamoDB Local returns as ``ConsumedCapacity``, one request of each kind the
+service sends, on scratch items of a board of their own (``probe``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from podium.store import Store, profile_key, score_key
+
+BOARD = "probe"
+PARTITION = "probe#all#0"
+
+
+def _score_item(member: str, score: int) -> dict[str, Any]:
+    return {
+        **score_key(BOARD, member, "all"),
+        "s": {"N": str(score)},
+        "v": {"N": "1"},
+        "t": {"N": "0"},
+        "rpk": {"S": PARTITION},
+        "rsk": {"S": f"{10**8 - score:09d}#{member}"},
+    }
+
+
+def _summary(consumed: Any) -> dict[str, Any]:
+    entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
+    total = sum(float(e.get("CapacityUnits", 0)) for e in entries)
+    table = [e["Table"]["CapacityUnits"] for e in entries if "Table" in e]
+    indexes = [
+        units["CapacityUnits"] for e in entries for units in (e.get("GlobalSecondaryIndexes") or {}).values()
+    ]
+    return {
+        "returned": bool(entries),
+        "total": total,
+        "table": sum(table) if table else None,
+        "index": sum(indexes) if indexes else None,
+    }
+
+
+def probe(store: Store) -> list[dict[str, Any]]:
+    """Send each request once through ``store.client`` (which asks for INDEXES)."""
+    client: Any = store.client  # plain dicts in, plain dicts out
+    table = store.table
+    found: list[dict[str, Any]] = []
+
+    def note(operation: str, what: str, response: dict[str, Any], **extra: Any) -> None:
+        found.append(
+            {"operation": operation, "what": what, **_summary(response.get("ConsumedCapacity")), **extra}
+        )
+
+    note(
+        "PutItem",
+        "score item (under 1 KB, with index keys)",
+        client.put_item(TableName=table, Item=_score_item("a", 5)),
+    )
+    big = {**profile_key(BOARD, "a"), "data": {"S": "x" * 60 * 1024}}
+    note("PutItem", "profile item with 60 KB of data", client.put_item(TableName=table, Item=big))
+    key = score_key(BOARD, "a", "all")
+    note("GetItem", "score item, eventually consistent", client.get_item(TableName=table, Key=key))
+    note(
+        "GetItem",
+        "score item, ConsistentRead",
+        client.get_item(TableName=table, Key=key, ConsistentRead=True),
+    )
+    note(
+        "GetItem",
+        "60 KB profile item, ConsistentRead",
+        client.get_item(TableName=table, Key=profile_key(BOARD, "a"), ConsistentRead=True),
+    )
+    note(
+        "BatchGetItem",
+        "the score item and the 60 KB profile, ConsistentRead",
+        client.batch_get_item(
+            RequestItems={table: {"Keys": [key, profile_key(BOARD, "a")], "ConsistentRead": True}}
+        ),
+    )
+    items = [_score_item(f"m{i:04d}", i) for i in range(1, 1001)]
+    for start in range(0, len(items), 25):
+        response = client.batch_write_item(
+            RequestItems={table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+        )
+    note("BatchWriteItem", "25 score items (the last batch of 1,000)", response)
+    query = {
+        "TableName": table,
+        "IndexName": store.settings.rank_index_name,
+        "KeyConditionExpression": "rpk = :p",
+        "ExpressionAttributeValues": {":p": {"S": PARTITION}},
+    }
+    response = client.query(**query, Limit=100)
+    note("Query", "RankIndex (KEYS_ONLY), Limit 100", response, scanned=response.get("ScannedCount"))
+    response = client.query(**query, Select="COUNT")
+    note(
+        "Query", "RankIndex, Select=COUNT over 1,001 entries", response, scanned=response.get("ScannedCount")
+    )
+    response = client.query(**query, Select="COUNT", Limit=1)
+    note("Query", "RankIndex, Select=COUNT, Limit 1", response, scanned=response.get("ScannedCount"))
+    transaction = [
+        {
+            "Put": {
+                "TableName": table,
+                "Item": {**profile_key(BOARD, "b"), "data": {"S": "{}"}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        },
+        {
+            "Put": {
+                "TableName": table,
+                "Item": _score_item("b", 7),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        },
+    ]
+    note(
+        "TransactWriteItems",
+        "new member: profile + score item",
+        client.transact_write_items(TransactItems=transaction),
+    )
+    moved = client.update_item(
+        TableName=table,
+        Key=key,
+        UpdateExpression="SET rsk = :k, s = :s",
+        ExpressionAttributeValues={":k": {"S": "000000001#a"}, ":s": {"N": "99999999"}},
+    )
+    note("UpdateItem", "score item whose index key moves", moved)
+    same = client.update_item(
+        TableName=table, Key=key, UpdateExpression="SET v = :v", ExpressionAttributeValues={":v": {"N": "2"}}
+    )
+    note("UpdateItem", "score item, index key unchanged", same)
+    note("DeleteItem", "score item", client.delete_item(TableName=table, Key=key))
+    return found

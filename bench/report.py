@@ -1,0 +1,560 @@
+"""Turn ``results.json`` into the console table, ``benchmarks.md`` and its plots."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+Row = dict[str, Any]
+VARIANT_NAMES = {
+    "naive": "naive scatter-gather",
+    "service": "service (consistent)",
+    "head": "service (head item)",
+    "redis": "Redis sorted set",
+}
+
+
+def _rows(results: dict[str, Any], **match: Any) -> list[Row]:
+    return [row for row in results["rows"] if all(row.get(key) == value for key, value in match.items())]
+
+
+def _one(results: dict[str, Any], **match: Any) -> Row | None:
+    found = _rows(results, **match)
+    return found[0] if found else None
+
+
+def _largest(results: dict[str, Any]) -> int:
+    return max((row["size"] for row in results["rows"]), default=0)
+
+
+def _number(value: Any, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.{digits}f}"
+    return f"{int(value):,}"
+
+
+def _ms(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+
+
+def _table(header: list[str], lines: Iterable[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(line) + " |" for line in lines]
+    return out
+
+
+# -- console -------------------------------------------------------------------------------
+
+
+def console(results: dict[str, Any]) -> str:
+    size = _largest(results)
+    width = [22, 7, 7, 10, 9, 9, 6, 7, 9, 9]
+    header = ["pattern", "shards", "k/depth", "items", "RCU", "WCU", "reqs", "rounds", "p50 ms", "p95 ms"]
+    lines = [f"Podium benchmark at {size:,} members (DynamoDB Local; Redis: latency only)"]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, width, strict=True)))
+    for row in results["rows"]:
+        if row["size"] != size:
+            continue
+        label = f"{row['pattern']} {row['variant']}"
+        if row["pattern"] == "write":
+            label = row["what"]
+        cells = [
+            label[:40],
+            "-" if row["shards"] is None else str(row["shards"]),
+            str(row.get("k") or row.get("depth") or ""),
+            _number(row.get("itemsRead")),
+            _number(row.get("rcu")),
+            _number(row.get("wcu")),
+            _number(row.get("requests")),
+            _number(row.get("rounds")),
+            _ms(row.get("p50Ms")),
+            _ms(row.get("p95Ms")),
+        ]
+        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, width, strict=True)))
+    failed = [check for check in results["checks"] if not check["ok"]]
+    lines.append(f"checks: {len(results['checks']) - len(failed)} passed, {len(failed)} failed")
+    return "\n".join(lines)
+
+
+# -- plots -------------------------------------------------------------------------------------
+
+
+def plot(results: dict[str, Any], images: Path) -> list[str]:
+    """The PNGs; returns their file names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    images.mkdir(parents=True, exist_ok=True)
+    names = []
+    shards = results["plan"]["shards"]
+    size = _largest(results)
+    styles = {"naive": "o--", "service": "s-", "head": "^:", "redis": "x:"}
+    colours = {count: f"C{i}" for i, count in enumerate(shards)}  # colour: shards; line: how
+
+    # 1. Items read by top-k against the board's size.
+    ks = [k for k in results["plan"]["ks"] if k in (100, 1000)] or results["plan"]["ks"]
+    figure, axes = plt.subplots(1, len(ks), figsize=(6 * len(ks), 4.5), squeeze=False)
+    for axis, k in zip(axes[0], ks, strict=True):
+        for count in shards:
+            for variant in ("naive", "service", "head"):
+                points = sorted(
+                    (row["size"], row["itemsRead"])
+                    for row in _rows(results, pattern="top", variant=variant, shards=count, k=k)
+                )
+                if points:
+                    axis.plot(
+                        [p[0] for p in points],
+                        [max(p[1], 0.5) for p in points],
+                        styles[variant],
+                        color=colours[count],
+                        label=f"{VARIANT_NAMES[variant]}, {count} shards",
+                    )
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_title(f"top {k}: items read per request")
+        axis.set_xlabel("members on the board")
+        axis.set_ylabel("items read (ScannedCount)")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    names.append("bench-top-items.png")
+    figure.savefig(images / names[-1], dpi=110)
+    plt.close(figure)
+
+    # 2. RCU of a rank against the member's depth, at the largest size.
+    depths = [
+        row["depth"] for row in _rows(results, pattern="rank", variant="naive", size=size, shards=shards[0])
+    ]
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    for count in shards:
+        for variant in ("naive", "service"):
+            values = [
+                (row or {}).get("rcu", math.nan)
+                for row in (
+                    _one(results, pattern="rank", variant=variant, size=size, shards=count, depth=d)
+                    for d in depths
+                )
+            ]
+            axis.plot(
+                depths, [max(v, 0.1) for v in values], styles[variant], label=f"{variant}, {count} shards"
+            )
+    axis.set_yscale("log")
+    axis.set_title(f"rank: RCU per request by the member's depth ({size:,} members)")
+    axis.set_xlabel("the member's place in the listing")
+    axis.set_ylabel("RCU (ConsumedCapacity)")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    names.append("bench-rank-rcu.png")
+    figure.savefig(images / names[-1], dpi=110)
+    plt.close(figure)
+
+    # 3. Latency p50/p95 at the largest size, the middle shard count, with Redis.
+    middle = shards[len(shards) // 2]
+    cases: list[tuple[str, Row | None]] = [
+        ("top 100 naive", _one(results, pattern="top", variant="naive", size=size, shards=middle, k=100)),
+        ("top 100 service", _one(results, pattern="top", variant="service", size=size, shards=middle, k=100)),
+        ("top 100 head", _one(results, pattern="top", variant="head", size=size, shards=middle, k=100)),
+        ("top 100 Redis", _one(results, pattern="top", variant="redis", size=size, k=100)),
+        (
+            "rank 50% naive",
+            _one(results, pattern="rank", variant="naive", size=size, shards=middle, depth="50%"),
+        ),
+        (
+            "rank 50% service",
+            _one(results, pattern="rank", variant="service", size=size, shards=middle, depth="50%"),
+        ),
+        ("rank 50% Redis", _one(results, pattern="rank", variant="redis", size=size, depth="50%")),
+        (
+            "submit_score",
+            _one(results, pattern="write", variant="submit_score", size=size, shards=middle),
+        ),
+    ]
+    present = [(label, row) for label, row in cases if row is not None]
+    figure, axis = plt.subplots(figsize=(10, 4.5))
+    positions = range(len(present))
+    axis.bar([p - 0.2 for p in positions], [row["p50Ms"] for _, row in present], 0.4, label="p50")
+    axis.bar([p + 0.2 for p in positions], [row["p95Ms"] for _, row in present], 0.4, label="p95")
+    axis.set_xticks(list(positions), [label for label, _ in present], rotation=20, ha="right", fontsize=8)
+    axis.set_yscale("log")
+    axis.set_ylabel("milliseconds")
+    axis.set_title(f"latency on this machine: {size:,} members, {middle} shards (DynamoDB Local, Redis)")
+    axis.grid(True, axis="y", which="both", alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    names.append("bench-latency.png")
+    figure.savefig(images / names[-1], dpi=110)
+    plt.close(figure)
+    return names
+
+
+# -- the document ------------------------------------------------------------------------------
+
+
+def _capacity_section(results: dict[str, Any]) -> list[str]:
+    lines = _table(
+        ["request", "what", "ConsumedCapacity returned", "total", "table", "index", "ScannedCount"],
+        (
+            [
+                f"`{p['operation']}`",
+                p["what"],
+                "yes" if p["returned"] else "no",
+                _number(p["total"]),
+                _number(p["table"]),
+                _number(p["index"]),
+                _number(p.get("scanned")),
+            ]
+            for p in results.get("probes", [])
+        ),
+    )
+    return lines
+
+
+def _top_lines(results: dict[str, Any], size: int) -> list[list[str]]:
+    lines = []
+    for count in results["plan"]["shards"]:
+        for k in results["plan"]["ks"]:
+            for variant in ("naive", "service", "head", "redis"):
+                row = _one(
+                    results,
+                    pattern="top",
+                    variant=variant,
+                    size=size,
+                    k=k,
+                    shards=None if variant == "redis" else count,
+                )
+                if row is None or (variant == "redis" and count != results["plan"]["shards"][0]):
+                    continue
+                lines.append(
+                    [
+                        "-" if variant == "redis" else str(count),
+                        f"{k:,}",
+                        VARIANT_NAMES[variant],
+                        _number(row.get("itemsRead")),
+                        _number(row.get("rcu")),
+                        _number(row.get("requests")),
+                        _number(row.get("rounds")),
+                        _ms(row["p50Ms"]),
+                        _ms(row["p95Ms"]),
+                    ]
+                )
+    return lines
+
+
+def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
+    plan = results["plan"]
+    size = _largest(results)
+    m = results["machine"]
+    out: list[str] = ["# Benchmarks", ""]
+    out += [
+        f"Generated by `make bench{' QUICK=1' if results['quick'] else ''}` on {results['ranAt']}, "
+        f"in {results['seconds'] / 60:.0f} minutes. Every table and figure on this page comes from that "
+        "command: run it again to refresh them. The raw results are in "
+        f"`bench-data/{'quick/' if results['quick'] else ''}results.json` (not committed).",
+        "",
+        "## How to run",
+        "",
+        "```bash",
+        "make bench                          # the full run, about 40 minutes; writes this page",
+        "make bench QUICK=1                  # a smoke run in about 2 minutes, written to bench-data/quick/",
+        "BENCH_MAX_MEMBERS=100000 make bench # stop growing the boards at 100,000 members",
+        "BENCH_BUDGET_S=300 make bench       # seconds of loading before growth stops (600 by default)",
+        "```",
+        "",
+        "`make bench` installs what it needs: the packages of `requirements-bench.txt` into `.venv`, and "
+        "`redis-server` from Debian's packages when it is missing. It starts DynamoDB Local (in memory) and "
+        "redis-server, each on a free port, and stops them by PID. It creates the tables from "
+        "`template.yaml`, as the local stack does, but without the stream: no consumer runs, so "
+        "`memberCount` is set after each load and the head item and score buckets are rebuilt with "
+        "`LeaderboardService.rebuild_rank_structures`.",
+        "",
+        "It grows one board per shard count ("
+        + ", ".join(str(s) for s in plan["shards"])
+        + ") through "
+        + ", ".join(f"{s:,}" for s in plan["sizes"])
+        + " members. A member is the two items the service "
+        "writes: its `MEMBER` profile and its `SCORE#all` item with the index keys `rpk`/`rsk`, built by "
+        "the store's own helper. The load uses BatchWriteItem, 25 items a call, from 4 threads. Scores "
+        "are random integers from 0 to 10^7; one in ten is a multiple of 10,000, so scores tie. Every "
+        "board and the Redis sorted set get the same members and scores.",
+        "",
+        "Each request carries `ReturnConsumedCapacity=INDEXES` (a botocore `provide-client-params` hook), "
+        "and an `after-call` hook records what it consumed, its `ScannedCount`, and when it started and "
+        "ended. **Rounds** are sequential round trips: requests that overlap in time share a round, and "
+        "a request that starts after every earlier one ended opens a new one. The shard queries of one "
+        "call run concurrently (`Store.gather`), so they are one round. Each measurement runs once to "
+        f"warm up, then {plan['minRuns']} to {plan['maxRuns']} times (until {plan['cellSeconds']} s have "
+        "passed). Costs are the median run's, latencies are p50 and p95 over the runs.",
+        "",
+        "## The machine",
+        "",
+    ]
+    out += _table(
+        ["", ""],
+        [
+            ["CPU", f"{m['cpu']}, {m['cores']} cores"],
+            ["memory", m["memory"]],
+            ["OS", m["os"]],
+            ["Python", m["python"]],
+            ["Java", m["java"]],
+            ["DynamoDB Local", f"`{m['dynamodbLocal']}`, `-inMemory`"],
+            ["Redis", m["redis"]],
+        ],
+    )
+    out += [
+        "",
+        "The client, DynamoDB Local and Redis share these cores, so latencies here are local "
+        "round trips on a busy machine, not DynamoDB's. Capacity units and items read do not depend on "
+        "the machine.",
+        "",
+        "## What DynamoDB Local reports",
+        "",
+        "One request of each kind the service sends, on scratch items, as this run saw it:",
+        "",
+    ]
+    out += _capacity_section(results)
+    out += [
+        "",
+        "DynamoDB Local computes capacity units from item sizes, as DynamoDB's pricing does: reads in 4 KB "
+        "units (half for eventually consistent reads; a query sums the sizes of every item it scans, "
+        "`Select=COUNT` included), writes in 1 KB units, and an index write for every index entry added or "
+        "removed. What it does **not** emulate: provisioned or on-demand limits and throttling, partition "
+        "throughput limits (1,000 WCU / 3,000 RCU per partition) and adaptive capacity, a GSI's "
+        "replication lag, and the network. So the units below are what AWS would bill, while the latencies "
+        "are only relative.",
+        "",
+        "## Loading",
+        "",
+    ]
+    out += _table(
+        ["members per board", "items written", "seconds", "items/s"],
+        (
+            [
+                f"{load['size']:,}",
+                f"{load['items']:,}",
+                f"{load['seconds']:.0f}",
+                f"{load['itemsPerSecond']:,.0f}",
+            ]
+            for load in results["loads"]
+        ),
+    )
+    if results.get("stopped") and results["loaded"] > results["stopped"]["at"]:
+        out += [
+            "",
+            f"**Growth stopped at {results['loaded']:,} members**, short of the next planned size: "
+            "see the notes.",
+        ]
+    elif results.get("stopped"):
+        stop = results["stopped"]
+        out += [
+            "",
+            f"**Growth stopped at {stop['at']:,} members**: the next step, to {stop['next']:,}, "
+            "would have taken "
+            f"about {stop['estimate']:.0f} s more, past the loading budget of {plan['budgetSeconds']:.0f} s "
+            f"({stop['spent']:.0f} s spent). Raise `BENCH_BUDGET_S` to go further.",
+        ]
+    elif results["loaded"] < max(plan["sizes"]):
+        out += ["", f"The run ended at {results['loaded']:,} members."]
+    if results["rebuilds"]:
+        out += ["", "What `rebuild_rank_structures` cost after each step:", ""]
+        out += _table(
+            ["members", "shards", "seconds", "RCU", "WCU"],
+            (
+                [
+                    f"{r['size']:,}",
+                    str(r["shards"]),
+                    f"{r['seconds']:.1f}",
+                    _number(r["rcu"]),
+                    _number(r["wcu"]),
+                ]
+                for r in results["rebuilds"]
+            ),
+        )
+    out += ["", "## Top-k", ""]
+    out += [
+        "- **naive scatter-gather**: the references' pattern. Query every shard for its first k keys and "
+        "merge them. It reads k items per shard, `shards * k` in all.",
+        "- **service (consistent)**: `LeaderboardService.top(board, k, None, False, consistent=True)`, the "
+        "exact path.",
+        "- **service (head item)**: `top(..., consistent=False)` for k ≤ 100, served from the head item "
+        "that the stream consumer keeps.",
+        "",
+    ]
+    if "bench-top-items.png" in images:
+        out += [f"![items read by top-k against board size]({image_dir}/bench-top-items.png)", ""]
+    out += [f"At {size:,} members:", ""]
+    out += _table(
+        ["shards", "k", "how", "items read", "RCU", "requests", "rounds", "p50 ms", "p95 ms"],
+        _top_lines(results, size),
+    )
+    out += ["", "Items read by top 100 as the board grows:", ""]
+    sizes = sorted({row["size"] for row in results["rows"]})
+    header = ["shards", "how", *[f"{s:,}" for s in sizes]]
+    lines = []
+    for count in plan["shards"]:
+        for variant in ("naive", "service", "head"):
+            cells = [
+                _number(
+                    (_one(results, pattern="top", variant=variant, shards=count, k=100, size=s) or {}).get(
+                        "itemsRead"
+                    )
+                )
+                for s in sizes
+            ]
+            lines.append([str(count), VARIANT_NAMES[variant], *cells])
+    out += _table(header, lines)
+    out += ["", "## Pages after a cursor", ""]
+    out += [
+        f"Pages 2 to {plan['pages'] + 1} of {plan['pageSize']} entries, each after the previous page's "
+        "`nextCursor`, on the consistent path. **One round** is the share of pages whose shard queries "
+        "all ran in a single round.",
+        "",
+    ]
+    out += _table(
+        [
+            "members",
+            "shards",
+            "items read",
+            "RCU",
+            "requests",
+            "rounds",
+            "shard-query rounds",
+            "one round",
+            "p50 ms",
+            "p95 ms",
+        ],
+        (
+            [
+                f"{row['size']:,}",
+                str(row["shards"]),
+                _number(row["itemsRead"]),
+                _number(row["rcu"]),
+                _number(row["requests"]),
+                _number(row["rounds"]),
+                _number(row["queryRounds"]),
+                f"{row['oneQueryRoundShare']:.0%}",
+                _ms(row["p50Ms"]),
+                _ms(row["p95Ms"]),
+            ]
+            for row in _rows(results, pattern="top-after-cursor")
+        ),
+    )
+    first_pages = _rows(results, pattern="top", variant="service")
+    if first_pages:
+        share = sum(row["oneQueryRoundShare"] * row["runs"] for row in first_pages) / sum(
+            row["runs"] for row in first_pages
+        )
+        out += [
+            "",
+            f"First pages (`top` without a cursor, every size, shard count and k): {share:.0%} "
+            "needed one round of shard queries.",
+        ]
+    out += ["", "## Rank", ""]
+    out += [
+        "- **naive**: the references' pattern: read the member's score, then `Select=COUNT` of every entry "
+        "above it on every shard. It reads everyone above the member.",
+        "- **service**: `LeaderboardService.rank(board, member)`, on the score buckets the stream keeps.",
+        "- **Redis**: `ZSCORE`, then `ZCOUNT` of the strictly greater scores, + 1.",
+        "",
+        "Members are picked at depths of the listing: the first, 1 %, 10 %, 50 %, 90 % and the last.",
+        "",
+    ]
+    if "bench-rank-rcu.png" in images:
+        out += [f"![RCU of a rank by depth]({image_dir}/bench-rank-rcu.png)", ""]
+    out += [f"At {size:,} members:", ""]
+    lines = []
+    for count in [*plan["shards"], None]:
+        for row in _rows(results, pattern="rank", size=size, shards=count):
+            lines.append(
+                [
+                    "-" if count is None else str(count),
+                    f"{row['depth']} (#{row['position']:,})",
+                    str(VARIANT_NAMES.get(row["variant"], row["variant"])).replace(" (consistent)", ""),
+                    _number(row.get("itemsRead")),
+                    _number(row.get("rcu")),
+                    _number(row.get("requests")),
+                    _number(row.get("rounds")),
+                    _ms(row["p50Ms"]),
+                    _ms(row["p95Ms"]),
+                ]
+            )
+    out += _table(
+        ["shards", "depth", "how", "items read", "RCU", "requests", "rounds", "p50 ms", "p95 ms"], lines
+    )
+    out += ["", "## Writes", ""]
+    out += [
+        "`submit_score` on members already on the board (an `increment`, so the index key moves), the "
+        "same on a member whose profile holds 60 KB of `data`, `put_member` replacing that data, and "
+        f"`put_member` adding a new member. At {size:,} members:",
+        "",
+    ]
+    out += _table(
+        ["write", "shards", "WCU", "RCU", "index units", "requests", "p50 ms", "p95 ms"],
+        (
+            [
+                row["what"],
+                str(row["shards"]),
+                _number(row["wcu"]),
+                _number(row["rcu"]),
+                _number(row["indexUnits"]),
+                _number(row["requests"]),
+                _ms(row["p50Ms"]),
+                _ms(row["p95Ms"]),
+            ]
+            for row in _rows(results, pattern="write", size=size)
+        ),
+    )
+    out += ["", "## Latency, with Redis", ""]
+    if "bench-latency.png" in images:
+        out += [f"![latency p50 and p95]({image_dir}/bench-latency.png)", ""]
+    out += ["Redis at every size (milliseconds, p50 / p95):", ""]
+    lines = []
+    for s in sizes:
+        cells = [f"{s:,}"]
+        found = [_one(results, pattern="top", variant="redis", size=s, k=k) for k in plan["ks"]]
+        found.append(_one(results, pattern="rank", variant="redis", size=s, depth="50%"))
+        cells += [f"{_ms(row['p50Ms'])} / {_ms(row['p95Ms'])}" if row else "-" for row in found]
+        lines.append(cells)
+    out += _table(["members", *[f"ZREVRANGE top {k:,}" for k in plan["ks"]], "rank at 50 %"], lines)
+    out += ["", "## Cold start", ""]
+    out += [
+        "`bench/coldstart.py` times a fresh process importing each function's handler, next to a bare "
+        "`import boto3` (`BENCH_COLDSTART_REPEATS` runs each, 5 by default; `BENCH_COLDSTART=0` skips it).",
+        "",
+    ]
+    cold = results.get("coldStart")
+    if cold and cold.get("markdown"):
+        out += [cold["markdown"]]
+    elif cold:
+        out += ["```", str(cold["result"]), "```"]
+    else:
+        out += ["Not measured in this run (see the notes below)."]
+    out += ["", "## Checks", ""]
+    failed = [c for c in results["checks"] if not c["ok"]]
+    agreed = len(results["checks"]) - len(failed)
+    out += [
+        f"Every measured answer of the service was compared with the naive one: {agreed} agreed, "
+        f"{len(failed)} did not."
+    ]
+    for check in failed:
+        out.append(f"- {check['check']} at {check['size']:,} members, {check['shards']} shards: **differs**")
+    if results["notes"]:
+        out += ["", "## Notes from this run", ""]
+        out += [f"- {note}" for note in results["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def write(results: dict[str, Any], out: Path) -> Path:
+    """``out``/benchmarks.md and ``out``/img/bench-*.png."""
+    images = plot(results, out / "img")
+    page = out / "benchmarks.md"
+    page.write_text(document(results, images, "img"))
+    return page

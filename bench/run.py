@@ -1,0 +1,557 @@
+"""The benchmark run: start DynamoDB Local and redis-server, grow one board per shard
+count step by step, and measure every access pattern at each size."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+
+from bench import load, probe, redis_ref
+from bench.measure import Recorder, Sample, percentile, summarise
+from devstack import template as template_module
+from devstack.dynamodb_local import DynamoDBLocal, find_jar
+from devstack.stack import use_local_credentials
+from podium.config import Settings
+from podium.keys import ALL_TIME, rank_partition_key
+from podium.models import BoardSettings, Page
+from podium.ranking import merge_shards
+from podium.service import LeaderboardService
+from podium.store import Store
+from podium.validation import BoardRequest, MemberRequest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench-data"  # git-ignored: raw results and logs
+FULL_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
+QUICK_SIZES = (2_000, 6_000)
+DEPTHS = (("top", 0.0), ("1%", 0.01), ("10%", 0.10), ("50%", 0.50), ("90%", 0.90), ("last", 1.0))
+BIG_DATA_BYTES = 60 * 1024
+
+
+@dataclass
+class Plan:
+    sizes: tuple[int, ...]
+    budget_s: float  # seconds of loading, all boards together, before growth stops
+    quick: bool = False
+    shards: tuple[int, ...] = (1, 10, 50)
+    ks: tuple[int, ...] = (10, 100, 1000)
+    head_ks: tuple[int, ...] = (10, 100)
+    page_size: int = 100
+    pages: int = 5
+    min_runs: int = 5
+    max_runs: int = 30
+    cell_seconds: float = 2.0  # keep repeating a measurement until min_runs and this much time
+    out: Path = ROOT / "docs"
+    data: Path = DATA
+
+    @classmethod
+    def from_environment(cls, quick: bool) -> Plan:
+        maximum = int(os.environ.get("BENCH_MAX_MEMBERS", "1000000"))
+        ladder = QUICK_SIZES if quick else FULL_SIZES
+        sizes = tuple(size for size in ladder if size <= maximum) or (maximum,)
+        if maximum not in sizes and maximum > sizes[-1] and maximum < ladder[-1]:
+            sizes = (*sizes, maximum)
+        budget = float(os.environ.get("BENCH_BUDGET_S", "90" if quick else "600"))
+        if quick:
+            return cls(
+                sizes=sizes,
+                budget_s=budget,
+                quick=True,
+                pages=3,
+                min_runs=2,
+                max_runs=5,
+                cell_seconds=0.2,
+                out=DATA / "quick",
+                data=DATA / "quick",
+            )
+        return cls(sizes=sizes, budget_s=budget)
+
+
+@dataclass
+class Context:
+    plan: Plan
+    service: LeaderboardService
+    store: Store
+    loader_client: Any
+    recorder: Recorder
+    redis: Any
+    population: load.Population = field(default_factory=load.Population)
+    boards: dict[int, str] = field(default_factory=dict)
+    settings: dict[int, BoardSettings] = field(default_factory=dict)
+    loaded: int = 0
+    joined: dict[int, int] = field(default_factory=dict)  # members put_member added, per board
+    overrides: dict[int, dict[int, int]] = field(default_factory=dict)  # scores writes changed
+    notes: list[str] = field(default_factory=list)
+    capabilities: dict[str, bool] = field(
+        default_factory=lambda: {"consistentKeyword": True, "rebuild": True}
+    )
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    loads: list[dict[str, Any]] = field(default_factory=list)
+    rebuilds: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    probes: list[dict[str, Any]] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+            print(f"note: {text}")
+
+
+# -- measuring ------------------------------------------------------------------------
+
+
+def measure(ctx: Context, operation: Callable[[], Any], warm: bool = True) -> tuple[dict[str, Any], Any]:
+    """Run ``operation`` (once unrecorded to warm up) until ``min_runs`` runs and
+    ``cell_seconds`` have passed, or ``max_runs``; its summary and last result."""
+    plan = ctx.plan
+    if warm:
+        operation()
+    samples: list[Sample] = []
+    started = time.perf_counter()
+    result = None
+    while len(samples) < plan.max_runs and (
+        len(samples) < plan.min_runs or time.perf_counter() - started < plan.cell_seconds
+    ):
+        with ctx.recorder.window() as window:
+            result = operation()
+        samples.append(Sample.of(window))
+    return summarise(samples), result
+
+
+def timed_only(ctx: Context, operation: Callable[[], Any]) -> dict[str, Any]:
+    """Latency of something that is not DynamoDB (Redis)."""
+    plan = ctx.plan
+    operation()
+    latencies: list[float] = []
+    started = time.perf_counter()
+    while len(latencies) < plan.max_runs and (
+        len(latencies) < plan.min_runs or time.perf_counter() - started < plan.cell_seconds
+    ):
+        latencies.append(redis_ref.timed(operation) * 1000)
+    return {"runs": len(latencies), "p50Ms": percentile(latencies, 0.5), "p95Ms": percentile(latencies, 0.95)}
+
+
+def record(ctx: Context, size: int, shards: int | None, pattern: str, variant: str, **fields: Any) -> None:
+    ctx.rows.append({"size": size, "shards": shards, "pattern": pattern, "variant": variant, **fields})
+
+
+# -- the patterns -----------------------------------------------------------------------
+
+
+def naive_top(ctx: Context, shards: int, k: int) -> list[str]:
+    """The references' top-k: every shard's first k keys, merged."""
+    board_id = ctx.boards[shards]
+    partitions = [rank_partition_key(board_id, ALL_TIME, shard) for shard in range(shards)]
+    pages = ctx.store.gather(lambda p: ctx.store.index_keys(p, limit=k), partitions)
+    return merge_shards(pages, k)
+
+
+def naive_rank(ctx: Context, shards: int, member: str) -> int:
+    """The references' rank: 1 + COUNT of every entry above the score, on every shard."""
+    board_id = ctx.boards[shards]
+    state = ctx.store.get_score(board_id, member, ALL_TIME)
+    assert state is not None, member
+    bound = ctx.settings[shards].rank_order.score_bound(state.score)
+    partitions = [rank_partition_key(board_id, ALL_TIME, shard) for shard in range(shards)]
+    return 1 + sum(ctx.store.gather(lambda p: ctx.store.count_index(p, below=bound), partitions))
+
+
+def service_top(ctx: Context, board_id: str, limit: int, cursor: str | None, consistent: bool) -> Page:
+    if ctx.capabilities["consistentKeyword"]:
+        try:
+            return ctx.service.top(board_id, limit, cursor, False, consistent=consistent)  # type: ignore[call-arg,unused-ignore]
+        except TypeError as error:
+            if "consistent" not in str(error):
+                raise
+            ctx.capabilities["consistentKeyword"] = False
+            ctx.note(
+                "LeaderboardService.top() has no `consistent` keyword: both service top "
+                "variants below ran the default top()."
+            )
+    return ctx.service.top(board_id, limit, cursor, False)
+
+
+def measure_top(ctx: Context, size: int, shards: int) -> None:
+    board_id = ctx.boards[shards]
+    order = ctx.settings[shards].rank_order
+    for k in ctx.plan.ks:
+        summary, keys = measure(ctx, partial(naive_top, ctx, shards, k))
+        record(ctx, size, shards, "top", "naive", k=k, **summary)
+        summary, page = measure(ctx, partial(service_top, ctx, board_id, k, None, True))
+        record(ctx, size, shards, "top", "service", k=k, **summary)
+        naive_ids = [order.parse(key)[1] for key in keys]
+        ctx.checks.append(
+            {
+                "check": f"top {k}: service (consistent) == naive",
+                "size": size,
+                "shards": shards,
+                "ok": naive_ids == [entry.member_id for entry in page.entries],
+            }
+        )
+    for k in ctx.plan.head_ks:
+        summary, page = measure(ctx, partial(service_top, ctx, board_id, k, None, False))
+        record(ctx, size, shards, "top", "head", k=k, **summary)
+        expected = [order.parse(key)[1] for key in naive_top(ctx, shards, k)]
+        ctx.checks.append(
+            {
+                "check": f"top {k}: service (head) == naive",
+                "size": size,
+                "shards": shards,
+                "ok": expected == [entry.member_id for entry in page.entries],
+            }
+        )
+
+
+def measure_cursor_walk(ctx: Context, size: int, shards: int) -> None:
+    """Pages 2.. of the listing, each after the previous page's nextCursor."""
+    plan = ctx.plan
+    board_id = ctx.boards[shards]
+    samples: list[Sample] = []
+    walks = max(1, plan.min_runs // 2)
+    for _ in range(walks):
+        first = service_top(ctx, board_id, plan.page_size, None, True)
+        cursor = first.next_cursor
+        for _ in range(plan.pages):
+            if cursor is None:
+                break
+            with ctx.recorder.window() as window:
+                page = service_top(ctx, board_id, plan.page_size, cursor, True)
+            samples.append(Sample.of(window))
+            cursor = page.next_cursor
+    if samples:
+        record(
+            ctx, size, shards, "top-after-cursor", "service", k=plan.page_size, pages=plan.pages,
+            **summarise(samples),
+        )  # fmt: skip
+
+
+def depth_members(ctx: Context, size: int, shards: int) -> list[tuple[str, int, str]]:
+    listing = ctx.population.listing(size, ctx.overrides.get(shards))
+    chosen = []
+    for name, fraction in DEPTHS:
+        position = max(1, min(size, math.ceil(fraction * size)))
+        chosen.append((name, position, load.member_id(listing[position - 1])))
+    return chosen
+
+
+def measure_rank(ctx: Context, size: int, shards: int) -> None:
+    board_id = ctx.boards[shards]
+    for depth, position, member in depth_members(ctx, size, shards):
+        summary, naive = measure(ctx, partial(naive_rank, ctx, shards, member))
+        record(ctx, size, shards, "rank", "naive", depth=depth, position=position, **summary)
+        summary, served = measure(ctx, partial(ctx.service.rank, board_id, member))
+        record(ctx, size, shards, "rank", "service", depth=depth, position=position, **summary)
+        ctx.checks.append(
+            {
+                "check": f"rank at {depth}: service == naive",
+                "size": size,
+                "shards": shards,
+                "ok": served["rank"] == naive,
+            }
+        )
+
+
+def measure_writes(ctx: Context, size: int, shards: int) -> None:
+    from decimal import Decimal
+
+    board_id = ctx.boards[shards]
+    overrides = ctx.overrides.setdefault(shards, {})
+    draw = random.Random(size * 100 + shards)
+
+    def submit(index: int) -> None:
+        delta = draw.randrange(1, 1000)
+        change = ctx.service.submit_score(board_id, load.member_id(index), Decimal(delta))
+        overrides[index] = int(change.score)
+
+    def joiner() -> None:
+        number = ctx.joined.get(shards, 0)
+        ctx.joined[shards] = number + 1
+        request = MemberRequest(data={"name": f"joiner {number}"}, score=None)
+        ctx.service.put_member(board_id, f"joiner-{number:06d}", request)
+
+    summary, _ = measure(ctx, lambda: submit(draw.randrange(0, size)))
+    record(ctx, size, shards, "write", "submit_score", what="submit_score, existing member", **summary)
+
+    big = draw.randrange(0, size)
+    while big in overrides:
+        big = draw.randrange(0, size)
+    payload = {"bio": "x" * BIG_DATA_BYTES}
+    big_member = load.member_id(big)
+    summary, _ = measure(
+        ctx, lambda: ctx.service.put_member(board_id, big_member, MemberRequest(data=payload, score=None))
+    )
+    record(ctx, size, shards, "write", "put_member", what="put_member, replace data (60 KB)", **summary)
+    summary, _ = measure(ctx, partial(submit, big))
+    record(ctx, size, shards, "write", "submit_score", what="submit_score, member with 60 KB data", **summary)
+    summary, _ = measure(ctx, joiner)
+    record(ctx, size, shards, "write", "put_member", what="put_member, new member", **summary)
+
+
+def measure_redis(ctx: Context, size: int) -> None:
+    client = ctx.redis
+    for k in ctx.plan.ks:
+        record(ctx, size, None, "top", "redis", k=k, **timed_only(ctx, partial(redis_ref.top, client, k)))
+    for depth, position, member in depth_members(ctx, size, -1):
+        record(
+            ctx, size, None, "rank", "redis", depth=depth, position=position,
+            **timed_only(ctx, partial(redis_ref.rank, client, member)),
+        )  # fmt: skip
+
+
+# -- loading ----------------------------------------------------------------------------
+
+
+def rebuild(ctx: Context, size: int, shards: int) -> None:
+    """Let the service rebuild what its stream consumer keeps (the head item, the score
+    buckets) for a bulk-loaded board: the bench runs no stream consumer."""
+    if not ctx.capabilities["rebuild"]:
+        return
+    board_id = ctx.boards[shards]
+    method = getattr(ctx.service, "rebuild_rank_structures", None)
+    if method is None:
+        ctx.capabilities["rebuild"] = False
+        ctx.note(
+            "LeaderboardService.rebuild_rank_structures() does not exist: the head item and the "
+            "score buckets were not built, so `head` and service rank ran on whatever the service "
+            "does without them."
+        )
+        return
+    with ctx.recorder.window() as window:
+        method(board_id)
+    sample = Sample.of(window)
+    ctx.rebuilds.append(
+        {"size": size, "shards": shards, "seconds": sample.seconds, "rcu": sample.rcu, "wcu": sample.wcu}
+    )
+
+
+def grow(ctx: Context, size: int) -> float:
+    """Bring every board (and the Redis set) to ``size`` members; the seconds it took."""
+    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+    start = ctx.loaded
+    ctx.population.grow(size)
+    added = size - start
+    started = time.perf_counter()
+    with tqdm(
+        total=added * 2 * len(ctx.plan.shards), unit="item", unit_scale=True, desc=f"load to {size:,}"
+    ) as progress:
+        for shards in ctx.plan.shards:
+            board_id = ctx.boards[shards]
+            load.grow_board(
+                ctx.loader_client, ctx.store, board_id, ctx.settings[shards], ctx.population,
+                start, size, progress,
+            )  # fmt: skip
+            count = size + ctx.joined.get(shards, 0)
+            load.set_member_count(ctx.loader_client, ctx.store, board_id, count)
+    seconds = time.perf_counter() - started
+    ctx.loaded = size
+    items = added * 2 * len(ctx.plan.shards)
+    ctx.loads.append({"size": size, "items": items, "seconds": seconds, "itemsPerSecond": items / seconds})
+    ids = [load.member_id(i) for i in range(start, size)]
+    redis_ref.grow(ctx.redis, ids, ctx.population.scores[start:size])
+    for shards in ctx.plan.shards:
+        rebuild(ctx, size, shards)
+    return seconds
+
+
+# -- the run ----------------------------------------------------------------------------
+
+
+def create_tables(client: Any, prefix: str) -> Settings:
+    """The template's tables, without their stream: nothing consumes it here, and
+    DynamoDB Local would keep every loaded item in it."""
+    spec = template_module.read(prefix)
+    for request in spec.tables().values():
+        request.pop("StreamSpecification", None)
+        client.create_table(**request)
+    for name in spec.table_names.values():
+        client.get_waiter("table_exists").wait(TableName=name)
+    return Settings(
+        table_name=spec.table_names["LeaderboardTable"],
+        idempotency_table_name=spec.table_names["IdempotencyTable"],
+    )
+
+
+@cache
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        found = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
+        cpu = found.group(1).strip() if found else cpu
+    except OSError:
+        pass
+    memory = ""
+    try:
+        found = re.search(r"MemTotal:\s*(\d+)", Path("/proc/meminfo").read_text())
+        memory = f"{int(found.group(1)) / 1024 / 1024:.0f} GiB" if found else ""
+    except OSError:
+        pass
+
+    def version(command: list[str]) -> str:
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)  # noqa: S603
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        text = (done.stdout or done.stderr).strip().splitlines()
+        return text[0] if text else "unknown"
+
+    java = shutil.which("java") or "java"
+    redis_server = shutil.which("redis-server") or "redis-server"
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory": memory,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "java": version([java, "-version"]),
+        "dynamodbLocal": find_jar().parent.name,
+        "redis": version([redis_server, "--version"]),
+    }
+
+
+def cold_start(ctx: Context) -> dict[str, Any] | None:
+    """The cold-start hook: ``bench/coldstart.py``'s ``measure()``, when that module exists."""
+    import importlib
+
+    if ctx.plan.quick or os.environ.get("BENCH_COLDSTART") == "0":
+        ctx.note("Cold start not measured: quick mode or BENCH_COLDSTART=0.")
+        return None
+    try:
+        module = importlib.import_module("bench.coldstart")
+    except ModuleNotFoundError as error:
+        if error.name != "bench.coldstart":
+            raise
+        ctx.note("bench/coldstart.py does not exist yet: no cold-start figures (hook: bench.run.cold_start).")
+        return None
+    print("measuring cold start (bench/coldstart.py) ...", flush=True)
+    result = module.measure(repeats=int(os.environ.get("BENCH_COLDSTART_REPEATS", "5")))
+    if result is None:
+        return None
+    table = getattr(module, "table", None)
+    return {"result": result, "markdown": table(result) if table else None}
+
+
+def run(plan: Plan) -> dict[str, Any]:
+    import boto3
+    import redis as _redis  # noqa: F401 - fail before the load if the bench packages are missing
+    from botocore.config import Config
+
+    use_local_credentials()
+    plan.data.mkdir(parents=True, exist_ok=True)
+    begun = time.perf_counter()
+    dynamodb = DynamoDBLocal.start(log_path=plan.data / "dynamodb-local.log")
+    redis_server = None
+    try:
+        redis_server = redis_ref.RedisServer.start(log_path=plan.data / "redis.log")
+        print(f"DynamoDB Local on {dynamodb.endpoint}, pid {dynamodb.pid}")
+        print(f"redis-server on port {redis_server.port}, pid {redis_server.pid}")
+        config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=64)
+        client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+        loader_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+        settings = create_tables(client, "bench-")
+        recorder = Recorder()
+        recorder.attach(client)
+        store = Store(settings, client=client)
+        service = LeaderboardService(store)
+        ctx = Context(plan, service, store, loader_client, recorder, redis_server.client())
+        ctx.probes = probe.probe(store)
+        for shards in plan.shards:
+            board_id = f"bench-{shards}-shards"
+            request = BoardRequest(settings=BoardSettings(shards=shards), title=f"{shards} shards")
+            service.put_board(board_id, request)
+            ctx.boards[shards] = board_id
+            ctx.settings[shards] = service.board_settings(board_id)
+        loading = 0.0
+        stopped = None
+        for step, planned in enumerate(plan.sizes):
+            size = planned
+            if step > 0 and ctx.loads:
+                rate = ctx.loads[-1]["itemsPerSecond"]
+                per_member = 2 * len(plan.shards) / rate  # seconds of loading per member added
+                estimate = (size - ctx.loaded) * per_member
+                if loading + estimate > plan.budget_s:
+                    # Spend what is left of the budget on a last, smaller step, if it is worth one.
+                    reachable = ctx.loaded + int((plan.budget_s - loading) / per_member)
+                    reachable = reachable // 10_000 * 10_000
+                    stopped = {"at": ctx.loaded, "next": size, "estimate": estimate, "spent": loading}
+                    if reachable < ctx.loaded * 1.5:
+                        ctx.note(
+                            f"Growth stopped at {ctx.loaded:,} members: loading to {size:,} would take about "
+                            f"{estimate:.0f} s more at {rate:,.0f} items/s, past the budget of "
+                            f"{plan.budget_s:.0f} s of loading (BENCH_BUDGET_S); {loading:.0f} s were spent."
+                        )
+                        break
+                    ctx.note(
+                        f"Growth stopped at {reachable:,} members instead of {size:,}: loading to {size:,} "
+                        f"would have taken about {estimate:.0f} s more at {rate:,.0f} items/s, past the "
+                        f"budget of {plan.budget_s:.0f} s of loading (BENCH_BUDGET_S)."
+                    )
+                    size = reachable
+            loading += grow(ctx, size)
+            print(f"measuring at {size:,} members ...", flush=True)
+            step_started = time.perf_counter()
+            for shards in plan.shards:
+                measure_top(ctx, size, shards)
+                measure_cursor_walk(ctx, size, shards)
+                measure_rank(ctx, size, shards)
+            measure_redis(ctx, size)
+            for shards in plan.shards:
+                measure_writes(ctx, size, shards)  # last: nothing maintains the head after writes
+            print(f"  measured in {time.perf_counter() - step_started:.0f} s", flush=True)
+            save(ctx, plan, begun, stopped, None)
+            if size != planned:
+                break
+        results = save(ctx, plan, begun, stopped, cold_start(ctx))
+        return results
+    finally:
+        if redis_server is not None:
+            redis_server.stop()
+        dynamodb.stop()
+
+
+def save(
+    ctx: Context, plan: Plan, begun: float, stopped: dict[str, Any] | None, coldstart: dict[str, Any] | None
+) -> dict[str, Any]:
+    results = {
+        "ranAt": datetime.now(UTC).isoformat(timespec="seconds"),
+        "quick": plan.quick,
+        "plan": {
+            "sizes": list(plan.sizes),
+            "budgetSeconds": plan.budget_s,
+            "shards": list(plan.shards),
+            "ks": list(plan.ks),
+            "headKs": list(plan.head_ks),
+            "pageSize": plan.page_size,
+            "pages": plan.pages,
+            "minRuns": plan.min_runs,
+            "maxRuns": plan.max_runs,
+            "cellSeconds": plan.cell_seconds,
+        },
+        "machine": machine(),
+        "loaded": ctx.loaded,
+        "stopped": stopped,
+        "seconds": time.perf_counter() - begun,
+        "notes": ctx.notes,
+        "capabilities": ctx.capabilities,
+        "loads": ctx.loads,
+        "rebuilds": ctx.rebuilds,
+        "checks": ctx.checks,
+        "probes": ctx.probes,
+        "rows": ctx.rows,
+        "coldStart": coldstart,
+    }
+    plan.data.mkdir(parents=True, exist_ok=True)
+    (plan.data / "results.json").write_text(json.dumps(results, indent=1))
+    return results
