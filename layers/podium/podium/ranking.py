@@ -1,4 +1,5 @@
-"""Pure ranking logic: merging shard pages, assigning ranks, choosing an around-window.
+"""Pure ranking logic: merging shard pages, reading the top of a sharded index in as few
+items as it takes, assigning ranks, choosing an around-window.
 
 Nothing here talks to DynamoDB; ``podium.service`` feeds it what the index returned.
 """
@@ -6,8 +7,12 @@ Nothing here talks to DynamoDB; ``podium.service`` feeds it what the index retur
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 from podium.keys import RankOrder
 from podium.models import IndexEntry, RankedEntry
@@ -71,3 +76,184 @@ def around_window(before: Sequence[str], after: Sequence[str], radius: int) -> t
     if take_after < radius:
         take_before = min(len(before), 2 * radius - take_after)
     return take_before, take_after
+
+
+# -- the top of a sharded index ---------------------------------------------------------
+
+# How often the first round of a top read should be enough on its own.
+ONE_ROUND_CONFIDENCE = 0.95
+# Above this many steps the page size keeps the union bound's cap (see first_page_size).
+EXACT_CHECK_BUDGET = 250_000
+
+
+def binomial_tail(trials: int, p: float, cap: int) -> float:
+    """P(Binomial(trials, p) > cap)."""
+    if cap >= trials:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    log_n = math.lgamma(trials + 1)
+    tail = 0.0
+    for j in range(cap + 1, trials + 1):
+        term = math.exp(
+            log_n - math.lgamma(j + 1) - math.lgamma(trials - j + 1) + j * log_p + (trials - j) * log_q
+        )
+        tail += term
+        if j > trials * p and term < tail * 1e-17:
+            break  # past the mode the terms only shrink
+    return min(tail, 1.0)
+
+
+def max_load_probability(balls: int, shards: int, cap: int) -> float:
+    """Exactly P(no shard gets more than ``cap``) when ``balls`` are placed on ``shards``
+    independently and uniformly: the multinomial's maximum, by a small dynamic programme.
+
+    ``fits[r]`` is the probability that ``r`` balls spread over the last ``g`` shards put at
+    most ``cap`` on each; adding a shard in front, it takes Binomial(r, 1/(g+1)) of them.
+    Only the ``r`` that can still lead to ``balls`` in all are kept (the others shards
+    hold at most ``cap`` each), so the cost is about shards · cap · min(balls, shards · cap).
+    """
+    if balls <= cap:
+        return 1.0
+    if shards * cap < balls:
+        return 0.0
+    fits = [1.0 if r <= cap else 0.0 for r in range(balls + 1)]
+    for group in range(2, shards + 1):
+        p = 1.0 / group
+        ratio = p / (1.0 - p)
+        low = max(0, balls - (shards - group) * cap)
+        high = min(balls, group * cap)
+        wider = [0.0] * (balls + 1)
+        for r in range(low, high + 1):
+            pmf = (1.0 - p) ** r  # P(the new shard takes 0 of r)
+            total = pmf * fits[r] if r <= (group - 1) * cap else 0.0
+            for j in range(1, min(cap, r) + 1):
+                pmf *= (r - j + 1) / j * ratio
+                if r - j <= (group - 1) * cap:
+                    total += pmf * fits[r - j]
+            wider[r] = total
+        fits = wider
+    return fits[balls]
+
+
+@lru_cache(maxsize=4096)
+def first_page_size(limit: int, shards: int, confidence: float = ONE_ROUND_CONFIDENCE) -> int:
+    """How many keys to read from every shard in the first round of a top-``limit`` read,
+    so that with probability ``confidence`` no second round is needed.
+
+    A member's shard is a hash of its id, so the number of the best ``limit - 1`` keys that
+    one shard holds is Binomial(limit - 1, 1/shards), and the shares are multinomial. The
+    first round settles the answer unless a shard returns a full page that lies wholly in
+    the best ``limit - 1`` received (see ``gather_top``): that shard's next key could still
+    beat the ``limit``-th. So a page must be one longer than the largest share, and
+    ``q = 1 + m`` with ``m`` the smallest cap such that P(max share <= m) >= confidence
+    (the union bound shards·P(Binomial > m) <= 1 - confidence gives a cap that is never too
+    small; the exact ``max_load_probability`` lowers it while it still holds, when that is
+    cheap to compute: the bound overshoots by one at most, and rarely). A single shard
+    needs ``limit + 1`` keys to tell whether more follow.
+    """
+    if shards == 1:
+        return limit + 1
+    balls = limit - 1
+    cap = -(-balls // shards)
+    while shards * binomial_tail(balls, 1.0 / shards, cap) > 1.0 - confidence:
+        cap += 1
+    # The union bound is sound but can overshoot by one; the exact check costs about
+    # balls·shards·cap steps, so it runs when that is cheap (well under 0.1 s).
+    while (
+        cap > 0
+        and balls * shards * cap <= EXACT_CHECK_BUDGET
+        and max_load_probability(balls, shards, cap - 1) >= confidence
+    ):
+        cap -= 1
+    return max(cap + 1, -(-(limit + 1) // shards))
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """Read up to ``limit`` keys of one shard, best first, after ``after`` (exclusive) and
+    below ``below`` (exclusive); None means no bound."""
+
+    shard: int
+    after: str | None
+    below: str | None
+    limit: int
+
+
+@dataclass(frozen=True)
+class TopStats:
+    """What one top read cost: index items read and rounds of parallel queries."""
+
+    items: int
+    rounds: int
+    queries: int
+
+
+PageReader = Callable[[Sequence[PageRequest]], Sequence[Sequence[str]]]
+
+
+def gather_top(read: PageReader, shards: int, after: str | None, limit: int) -> tuple[list[str], TopStats]:
+    """The best ``limit`` keys after ``after`` over all shards, exactly, followed by one
+    more key when the listing goes on (a witness that it does: not necessarily the next
+    key); and what the read cost.
+
+    Round 1 reads ``first_page_size(limit, shards)`` keys of every shard. Then, with R the
+    keys received so far (sorted) and, for every shard still open, ``last`` its last key
+    received, ``c = #{x in R : x <= last}``:
+
+    * if ``|R| > limit``, ``need = limit`` and ``T = R[limit - 1]`` (the ``limit``-th best
+      received): an open shard with ``c < need`` is asked for up to ``need - c`` keys
+      after ``last`` and below ``T``;
+    * else ``need = limit + 1`` and nothing bounds the read (only the existence of one more
+      key is at stake beyond the best ``limit``): up to ``need - c`` keys after ``last``;
+    * a shard is closed when a read returns fewer keys than asked (it has none left, or
+      none below ``T``), or when ``c >= need``; rounds go on while a shard is open.
+
+    Exactness. Every shard's received keys are a prefix of its keys after ``after``, so
+    an unreceived key ``x`` of shard ``i`` is worse than ``last_i``. At the end every shard
+    is closed, for one of three reasons. (a) Exhausted: it has no unreceived key.
+    (b) ``c_i >= need >= limit``: at least ``limit`` received keys are ``<= last_i < x``, so
+    ``x`` is not among the best ``limit``. (c) A short read below ``T`` (then ``|R| > limit``):
+    ``x >= T``, and ``x != T`` as ``T`` was received, so ``x`` is worse than the ``limit``
+    received keys up to ``T``; R only grows, so its ``limit``-th key only gets better and
+    this stays true. Hence every key of the true best ``limit`` is in R, and the best
+    ``limit`` of R are the answer. As for more: if ``|R| > limit`` more exist. Otherwise
+    no shard closed by (b) or (c), which need ``|R| > limit`` or ``c_i >= limit + 1 > |R|``
+    at closing time (R only grows), so every shard is exhausted and nothing follows.
+
+    The number of keys asked is the fewest sound: the ``j``-th key after ``last_i`` has at
+    least ``c_i + j - 1`` received keys before it, so ``j <= need - c_i`` for it to matter.
+    Two rounds at most: a read after round 1 that returns all ``need - c_i`` keys it asked
+    for leaves ``c_i >= need`` (those keys plus the ``c_i`` before), so every shard read
+    in round 2 closes.
+    """
+    page = first_page_size(limit, shards)
+    requests = [PageRequest(shard, after, None, page) for shard in range(shards)]
+    open_after: dict[int, str] = {}
+    received: list[str] = []
+    items = rounds = queries = 0
+    while requests:
+        pages = read(requests)
+        rounds += 1
+        queries += len(requests)
+        for request, keys in zip(requests, pages, strict=True):
+            items += len(keys)
+            received.extend(keys)
+            if len(keys) < request.limit:
+                open_after.pop(request.shard, None)
+            else:
+                open_after[request.shard] = keys[-1]
+        received.sort()
+        if len(received) > limit:
+            need, below = limit, received[limit - 1]
+        else:
+            need, below = limit + 1, None
+        requests = []
+        for shard, last in sorted(open_after.items()):
+            room = need - bisect_right(received, last)
+            if room > 0:
+                requests.append(PageRequest(shard, last, below, room))
+            else:
+                del open_after[shard]
+    return received[: limit + 1], TopStats(items=items, rounds=rounds, queries=queries)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
@@ -30,7 +30,15 @@ from podium.models import (
     ScoreChange,
     ScoreState,
 )
-from podium.ranking import around_window, assign_ranks, decode, merge_shards
+from podium.ranking import (
+    PageRequest,
+    TopStats,
+    around_window,
+    assign_ranks,
+    decode,
+    gather_top,
+    merge_shards,
+)
 from podium.store import ItemMissing, Store, VersionConflict, default_store
 from podium.validation import BoardRequest, EventRequest, MemberRequest
 
@@ -64,6 +72,8 @@ def _backoff(attempt: int) -> None:
 
 
 class LeaderboardService:
+    last_top_stats: TopStats | None = None  # what the last index read of ``top`` cost
+
     def __init__(self, store: Store, clock: Clock = system_clock) -> None:
         self.store = store
         self.clock = clock
@@ -303,10 +313,7 @@ class LeaderboardService:
         cursor = Cursor.decode(cursor_text, scope) if cursor_text is not None else None
         after = cursor.sort_key if cursor else None
         partitions = self._partitions(board_id, settings, period)
-        pages = self.store.gather(
-            lambda p: self.store.index_keys(p, after=after, limit=limit + 1), partitions
-        )
-        keys = merge_shards(pages, limit + 1)
+        keys = self._gather_top(partitions, after, limit)
         entries = decode(order, keys[:limit])
         previous = None
         first_position = 1
@@ -331,6 +338,24 @@ class LeaderboardService:
                 scope, entries[-1].sort_key, first_position + len(ranked) - 1, last.rank
             ).encode()
         return Page(entries=ranked, total=total, next_cursor=next_cursor)
+
+    def _gather_top(self, partitions: list[str], after: str | None, limit: int) -> list[str]:
+        """The best ``limit`` index keys after ``after``, exactly, then one more key when
+        the listing goes on (only its existence matters: it is not necessarily the next).
+        Reads about ``first_page_size(limit, shards)`` keys per shard, in one round of
+        parallel queries 95% of the time and two at most (``ranking.gather_top``); what
+        it cost is kept in ``last_top_stats``."""
+
+        def read(requests: Sequence[PageRequest]) -> list[list[str]]:
+            return self.store.gather(
+                lambda r: self.store.index_keys(
+                    partitions[r.shard], after=r.after, below=r.below, limit=r.limit
+                ),
+                requests,
+            )
+
+        keys, self.last_top_stats = gather_top(read, len(partitions), after, limit)
+        return keys
 
     def _with_data(self, board_id: str, entries: list[RankedEntry]) -> list[RankedEntry]:
         data = self.store.get_data(board_id, [entry.member_id for entry in entries])

@@ -510,18 +510,31 @@ class Store:
         *,
         after: str | None = None,
         before: str | None = None,
+        below: str | None = None,
         limit: int,
     ) -> list[str]:
-        """Up to ``limit`` sort keys of one shard, best first after ``after``, or nearest
-        first below ``before``; follows ``LastEvaluatedKey`` past the 1 MB page limit."""
+        """Up to ``limit`` sort keys of one shard, best first after ``after`` (and, with
+        ``below``, stopping short of it), or nearest first below ``before``; follows
+        ``LastEvaluatedKey`` past the 1 MB page limit. Fewer than ``limit`` keys means the
+        shard has no more in the range."""
         condition = "rpk = :p"
         values: dict[str, Any] = {":p": {"S": partition}}
-        if after is not None:
+        # A key condition holds one range, and BETWEEN includes both ends: then ``after``
+        # itself is read too (one item more) and dropped, like ``below`` if reached.
+        bounded = after is not None and below is not None
+        if bounded:
+            condition += " AND rsk BETWEEN :k AND :b"
+            values[":k"] = {"S": after}
+            values[":b"] = {"S": below}
+        elif after is not None:
             condition += " AND rsk > :k"
             values[":k"] = {"S": after}
         elif before is not None:
             condition += " AND rsk < :k"
             values[":k"] = {"S": before}
+        elif below is not None:
+            condition += " AND rsk < :b"
+            values[":b"] = {"S": below}
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": self.settings.rank_index_name,
@@ -531,14 +544,17 @@ class Store:
             "ScanIndexForward": before is None,
         }
         keys: list[str] = []
-        while len(keys) < limit:
-            request["Limit"] = limit - len(keys)
+        wanted = limit + 1 if bounded else limit
+        while len(keys) < wanted:
+            request["Limit"] = wanted - len(keys)
             with _translate_throttling():
                 response = self.client.query(**request)
             keys.extend(item["rsk"]["S"] for item in response.get("Items", []))
             if "LastEvaluatedKey" not in response:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        if bounded:
+            keys = [key for key in keys if key not in (after, below)][:limit]
         return keys
 
     def count_index(

@@ -1,0 +1,100 @@
+"""``top`` reads the sharded index in one round most of the time and two at most, and its
+pages, walked by cursor to the end, are a plain sorted list of the board."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from podium.keys import ALL_TIME, rank_partition_key, shard_of
+from podium.service import LeaderboardService
+from podium.validation import board_request, member_request
+from tests.helpers import unique_id
+
+pytestmark = pytest.mark.integration
+
+
+def make_board(service: LeaderboardService, shards: int, scores: dict[str, Decimal]) -> str:
+    board = unique_id("top")
+    service.put_board(board, board_request({"shards": Decimal(shards)}))
+    for member, score in scores.items():
+        service.put_member(board, member, member_request({"score": score}))
+    return board
+
+
+def expected_listing(scores: dict[str, Decimal]) -> list[tuple[int, str, Decimal]]:
+    """Higher is better, ties share a rank and are listed by member id."""
+    ordered = sorted(scores, key=lambda m: (-scores[m], m))
+    return [(1 + sum(1 for s in scores.values() if s > scores[m]), m, scores[m]) for m in ordered]
+
+
+def walk(service: LeaderboardService, board: str, limit: int) -> tuple[list[tuple[int, str, Decimal]], int]:
+    """Every page of the listing, following nextCursor; and the most rounds a page took."""
+    entries: list[tuple[int, str, Decimal]] = []
+    cursor = None
+    most_rounds = 0
+    while True:
+        page = service.top(board, limit, cursor, with_data=False, consistent=True)
+        assert service.last_top_stats is not None
+        most_rounds = max(most_rounds, service.last_top_stats.rounds)
+        entries.extend((e.rank, e.member_id, e.score) for e in page.entries)
+        assert len(page.entries) <= limit
+        if page.next_cursor is None:
+            return entries, most_rounds
+        assert len(page.entries) == limit
+        cursor = page.next_cursor
+
+
+@pytest.mark.parametrize(
+    ("shards", "limits"),
+    [(1, (6, 20, 21)), (3, (1, 6, 20, 21)), (10, (6, 21)), (50, (6, 21))],
+)
+def test_pages_walked_to_the_end_are_the_sorted_board(
+    service: LeaderboardService, shards: int, limits: tuple[int, ...]
+) -> None:
+    # Given 20 members with tied scores, on 1 to 50 shards (50: most shards are empty)
+    scores = {f"m{i:02d}": Decimal(i % 7) / 2 for i in range(20)}
+    board = make_board(service, shards, scores)
+    listing = expected_listing(scores)
+    # (a page as long as the board, one longer, and pages that end mid-board)
+    for limit in limits:
+        # When every page is read, cursor after cursor
+        entries, most_rounds = walk(service, board, limit)
+        # Then they are the sorted board, with nextCursor null exactly at its end
+        assert entries == listing, limit
+        assert most_rounds <= 2
+
+
+def test_a_top_held_by_one_shard_is_fetched_in_a_second_round(service: LeaderboardService) -> None:
+    # Given 10 shards, where the best 15 members all sit on shard 3
+    on_shard_3 = [m for m in (f"t{i:03d}" for i in range(400)) if shard_of(m, 10) == 3][:15]
+    scores = {member: Decimal(100 + i) for i, member in enumerate(on_shard_3)}
+    scores.update({f"r{i:02d}": Decimal(i) for i in range(15)})
+    board = make_board(service, 10, scores)
+    listing = expected_listing(scores)
+    # When the top 10 is read
+    page = service.top(board, 10, None, with_data=False, consistent=True)
+    # Then a second round read shard 3 beyond its first page, and the answer is exact
+    assert [(e.rank, e.member_id, e.score) for e in page.entries] == listing[:10]
+    assert page.next_cursor is not None
+    assert service.last_top_stats is not None
+    assert service.last_top_stats.rounds == 2
+    # And the pages from the cursor on agree too
+    entries, _ = walk(service, board, 4)
+    assert entries == listing
+
+
+def test_index_keys_between_two_keys_excludes_both(service: LeaderboardService) -> None:
+    # Given one shard with 12 members
+    scores = {f"k{i:02d}": Decimal(i) for i in range(12)}
+    board = make_board(service, 1, scores)
+    partition = rank_partition_key(board, ALL_TIME, 0)
+    keys = service.store.index_keys(partition, limit=100)
+    # When keys after one key and below another are read
+    between = service.store.index_keys(partition, after=keys[2], below=keys[8], limit=10)
+    # Then neither bound is returned, a short answer means the range is done
+    assert between == keys[3:8]
+    assert service.store.index_keys(partition, after=keys[2], below=keys[8], limit=2) == keys[3:5]
+    assert service.store.index_keys(partition, after=keys[2], below=keys[8], limit=5) == keys[3:8]
+    assert service.store.index_keys(partition, below=keys[4], limit=10) == keys[:4]
