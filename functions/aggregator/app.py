@@ -1,5 +1,5 @@
-"""Stream consumer: each board's memberCount, rollups into the boards of ``rollupTo``, and
-the fold of the hot-counter event log."""
+"""Stream consumer: each board's memberCount, rollups into the boards of ``rollupTo``, the
+fold of the hot-counter event log, and the head and score buckets of each board."""
 
 from functools import cache
 from typing import Any
@@ -22,8 +22,10 @@ def folder() -> Folder:
     return Folder(service.store, service.board_settings, service.clock)
 
 
-def fold(records: list[dict[str, Any]]) -> set[str]:
-    return folder().fold(records)
+def per_batch(records: list[dict[str, Any]]) -> set[str]:
+    """The batch-wide work: fold the logged events, then bring each board's head up to
+    date (one write per board and batch); the records either failed are retried."""
+    return folder().fold(records) | aggregator().keep_heads(records)
 
 
 def apply(record: dict[str, Any]) -> None:
@@ -31,4 +33,4 @@ def apply(record: dict[str, Any]) -> None:
         aggregator().apply(record)
 
 
-lambda_handler = stream_entrypoint(apply, metric="StreamRecordsAggregated", prepare=fold)
+lambda_handler = stream_entrypoint(apply, metric="StreamRecordsAggregated", prepare=per_batch)

@@ -2,7 +2,7 @@
 
 from aws_lambda_powertools.event_handler import Response
 
-from podium import http
+from podium import http, validation
 from podium.service import default_service
 
 app = http.create_app()
@@ -10,8 +10,10 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>/members/<memberId>/rank")
 def rank(boardId: str, memberId: str) -> Response[str]:
-    period = http.query(app).get("period")
-    answer = default_service().rank(http.path_board(app, boardId), http.path_member(app, memberId), period)
+    params = http.query(app)
+    consistent = validation.query_bool(params, "consistent")  # count the index, not the buckets
+    board_id, member_id = http.path_board(app, boardId), http.path_member(app, memberId)
+    answer = default_service().rank(board_id, member_id, params.get("period"), consistent=consistent)
     return http.json_response(200, answer)
 
 

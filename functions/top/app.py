@@ -14,8 +14,10 @@ def top(boardId: str) -> Response[str]:
     params = http.query(app)
     limit = validation.query_int(params, "limit", 10, 1, validation.MAX_TOP_LIMIT)
     with_data = validation.query_bool(params, "withData")
-    validation.query_bool(params, "consistent")  # every read goes to the ranking index today
-    page = default_service().top(board_id, limit, params.get("cursor"), with_data, params.get("period"))
+    consistent = validation.query_bool(params, "consistent")  # skip the head: read the index
+    page = default_service().top(
+        board_id, limit, params.get("cursor"), with_data, params.get("period"), consistent=consistent
+    )
     return http.json_response(
         200,
         {

@@ -1,4 +1,5 @@
-"""The aggregating stream consumer: each board's ``memberCount``, and rollups.
+"""The aggregating stream consumer: each board's ``memberCount``, rollups, and the head
+and score buckets that make top-k and rank cheap (``podium.upkeep``).
 
 One consumer does both because DynamoDB Streams serves at most two readers per shard
 without throttling; the notifier is the other. Every effect is applied at most once,
@@ -28,6 +29,7 @@ from podium.errors import ValidationError
 from podium.keys import ALL_TIME
 from podium.models import BoardSettings, ScoreState
 from podium.store import AlreadyApplied, ItemMissing, Store, VersionConflict, parse_member_pk
+from podium.upkeep import Upkeep
 
 SettingsOf = Callable[[str], BoardSettings]
 Clock = Callable[[], datetime]
@@ -70,6 +72,7 @@ class Aggregator:
         self.store = store
         self.settings_of = settings_of
         self.clock = clock
+        self.upkeep = Upkeep(store, settings_of, clock)
 
     def apply(self, record: dict[str, Any]) -> None:
         pk, sk = keys_of(record)
@@ -83,9 +86,18 @@ class Aggregator:
                 str(record["eventID"]), change.board_id, change.delta, change.period, expires
             )
         score = score_record(record)
-        if score is not None and score.new is not None and (score.changed or score.event_name == "INSERT"):
+        if score is None:
+            return
+        self.upkeep.keep_buckets(score)
+        if score.new is not None and (score.changed or score.event_name == "INSERT"):
             for target in self.settings_of(score.board_id).rollup_to:
                 self.roll_up(score, target)
+
+    def keep_heads(self, records: list[dict[str, Any]]) -> set[str]:
+        """Per batch: the heads of the boards whose scores the batch changes; the
+        eventIDs of the records whose head could not be written."""
+        changes = [change for change in map(score_record, records) if change is not None]
+        return self.upkeep.keep_heads(changes)
 
     def roll_up(self, record: ScoreRecord, target_id: str) -> None:
         assert record.new is not None

@@ -30,6 +30,7 @@ class ScoreRecord:
     old: Decimal | None
     new: Decimal | None
     new_sort_key: str | None
+    old_sort_key: str | None
     # When the change happened, the same on every delivery of the record: the score's
     # reachedAt for a write, the stream's timestamp for a removal.
     changed_us: int
@@ -71,6 +72,7 @@ def score_record(record: dict[str, Any]) -> ScoreRecord | None:
         old=_number(old_image, "s"),
         new=_number(new_image, "s"),
         new_sort_key=new_image["rsk"]["S"] if new_image and "rsk" in new_image else None,
+        old_sort_key=old_image["rsk"]["S"] if old_image and "rsk" in old_image else None,
         changed_us=int(reached) if reached is not None else int(approximate * 1_000_000),
     )
 

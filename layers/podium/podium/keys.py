@@ -84,6 +84,12 @@ def decode_decimal(text: str) -> tuple[Decimal, str]:
     return value, text[end:]
 
 
+def member_of_key(sort_key: str) -> str:
+    """The member id at the end of a sort key, whatever the board's settings: ids never
+    contain ``#``, and the key's other parts end with one."""
+    return sort_key.rsplit(SEPARATOR, 1)[1]
+
+
 @dataclass(frozen=True)
 class RankOrder:
     """How one board orders its members: the part of its settings the sort key needs."""

@@ -9,15 +9,17 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
 from typing import Any
 
-from podium import clock, events, numbers, periods
+from podium import buckets, clock, events, numbers, periods
+from podium import head as head_codec
+from podium.buckets import just_below
 from podium.errors import Conflict, NotFound, ValidationError
-from podium.keys import ALL_TIME, Cursor, rank_partition_key
+from podium.keys import ALL_TIME, Cursor, RankOrder, rank_partition_key
 from podium.models import (
     Board,
     BoardList,
@@ -31,7 +33,6 @@ from podium.models import (
     ScoreState,
 )
 from podium.ranking import (
-    PageRequest,
     TopStats,
     around_window,
     assign_ranks,
@@ -39,7 +40,7 @@ from podium.ranking import (
     gather_top,
     merge_shards,
 )
-from podium.store import ItemMissing, Store, VersionConflict, default_store
+from podium.store import ItemMissing, Store, VersionConflict, View, default_store
 from podium.validation import BoardRequest, EventRequest, MemberRequest
 
 Clock = Callable[[], datetime]
@@ -48,6 +49,10 @@ Clock = Callable[[], datetime]
 # one through, so this bounds the contention a single member's item absorbs before the
 # client is told to back off (hot members belong on the event log instead).
 MAX_WRITE_ATTEMPTS = 64
+
+# Below this many members a rank counts the index (a few RCU, and fresh at once); above
+# it the score buckets bound the cost whatever the board's size (podium.buckets).
+COUNT_INDEX_UP_TO = 2 * buckets.SPLIT_AT
 
 
 def system_clock() -> datetime:
@@ -283,17 +288,76 @@ class LeaderboardService:
     def _partitions(self, board_id: str, settings: BoardSettings, period: str) -> list[str]:
         return [rank_partition_key(board_id, period, shard) for shard in range(settings.shards)]
 
-    def _view(self, board_id: str, requested_period: str | None) -> tuple[Board, str, int]:
-        """The board, the period read, and ``total``: the board's memberCount, or on a
-        time-windowed board the number of members with a score in that period."""
-        board = self.get_board(board_id)
-        period = self.period(board.settings, requested_period)
-        if period == ALL_TIME:
-            return board, period, board.member_count
-        return board, period, self.store.period_count(board_id, period)
+    def _view(
+        self,
+        board_id: str,
+        requested_period: str | None,
+        *,
+        member_id: str | None = None,
+        head: bool = False,
+    ) -> tuple[Board, str, int, View]:
+        """The board, the period read, ``total`` (the board's memberCount, or on a
+        time-windowed board the number of members with a score in that period), and what
+        else the read asked for (the member's score, the head), in one BatchGetItem: the
+        board's fixed settings are cached, so the period is known before the read."""
+        period = self.period(self.board_settings(board_id), requested_period)
+        view = self.store.view(board_id, period, member_id=member_id, head=head)
+        if view.board is None:
+            raise NotFound(f"board {board_id} does not exist")
+        total = view.board.member_count if period == ALL_TIME else view.period_count
+        return view.board, period, total, view
 
     def _count_below(self, partitions: list[str], bound: str) -> int:
         return sum(self.store.gather(lambda p: self.store.count_index(p, below=bound), partitions))
+
+    def _count_better(
+        self, board_id: str, settings: BoardSettings, period: str, bounds: list[str], total: int
+    ) -> list[int]:
+        """For each of the sorted bounds, how many index entries sort below it.
+
+        On a board of up to ``COUNT_INDEX_UP_TO`` members the index is counted: that
+        reads no more than the buckets would, and it shows a write at once. On a bigger
+        board the score buckets answer (their trusted counts plus one COUNT inside a
+        bucket, ``podium.buckets``): exact as of the changes the stream has applied."""
+        partitions = self._partitions(board_id, settings, period)
+        if total <= COUNT_INDEX_UP_TO:
+            return self._count_below_naive(partitions, bounds)
+        layout = self.store.list_buckets(board_id, period, upto=max(bounds))
+        if not layout:
+            return self._count_below_naive(partitions, bounds)
+        plans = buckets.plan_counts(layout, bounds)
+        ranges = sorted({r for plan in plans for r in plan.ranges}, key=lambda r: (r[0], r[1] or ""))
+        tasks = [(partition, r) for r in ranges for partition in partitions]
+        counts = self.store.gather(lambda t: self.store.count_range(t[0], t[1][0], t[1][1]), tasks)
+        in_range: dict[tuple[str, str | None], int] = {}
+        for (_, r), value in zip(tasks, counts, strict=True):
+            in_range[r] = in_range.get(r, 0) + value
+        return [plan.counted + sum(in_range[r] for r in plan.ranges) for plan in plans]
+
+    def _count_below_naive(self, partitions: list[str], bounds: list[str]) -> list[int]:
+        """COUNT the index below each of the sorted ``bounds`` segment by segment (below
+        the first, then between consecutive bounds), so the items read add up to the
+        entries above the lowest bound, not to the sum of every count."""
+        segments = [(None, bounds[0])] + [
+            (bounds[i - 1], bounds[i]) for i in range(1, len(bounds)) if bounds[i] != bounds[i - 1]
+        ]
+        tasks = [(partition, segment) for segment in segments for partition in partitions]
+
+        def count(task: tuple[str, tuple[str | None, str]]) -> int:
+            partition, (low, high) = task
+            return self.store.count_range(partition, low or "", just_below(high))
+
+        counts = self.store.gather(count, tasks)
+        in_segment: dict[str, int] = {}
+        for (_, (_, high)), value in zip(tasks, counts, strict=True):
+            in_segment[high] = in_segment.get(high, 0) + value
+        result = []
+        running = 0
+        for index, bound in enumerate(bounds):
+            if index == 0 or bound != bounds[index - 1]:
+                running += in_segment[bound]
+            result.append(running)
+        return result
 
     def _count_between(self, partitions: list[str], low: str, high: str) -> int:
         return sum(self.store.gather(lambda p: self.store.count_index(p, between=(low, high)), partitions))
@@ -305,16 +369,50 @@ class LeaderboardService:
         cursor_text: str | None,
         with_data: bool,
         requested_period: str | None = None,
+        consistent: bool = False,
     ) -> Page:
-        board, period, total = self._view(board_id, requested_period)
+        """A page of the listing. A first page of up to 100 entries comes from the board's
+        head (one GetItem, kept by the stream, lagging writes by about a second) unless
+        ``consistent``; every other page, and a head that cannot answer, reads the index."""
+        from_head = not consistent and cursor_text is None and limit <= head_codec.SERVES_UP_TO
+        board, period, total, view = self._view(board_id, requested_period, head=from_head)
         settings = board.settings
         order = settings.rank_order
         scope = f"{board_id}#{period}"  # a cursor continues the listing it came from
         cursor = Cursor.decode(cursor_text, scope) if cursor_text is not None else None
         after = cursor.sort_key if cursor else None
+        served = view.head.page(limit) if view.head is not None else None
+        if served is not None:
+            head_keys, more = served
+            return self._page(board_id, order, head_keys, more, None, scope, with_data, total)
         partitions = self._partitions(board_id, settings, period)
         keys = self._gather_top(partitions, after, limit)
-        entries = decode(order, keys[:limit])
+        return self._page(board_id, order, keys[:limit], len(keys) > limit, cursor, scope, with_data, total)
+
+    def _gather_top(self, partitions: list[str], after: str | None, limit: int) -> list[str]:
+        """The best ``limit`` index keys after ``after``, exactly, then one more key when
+        the listing goes on (only its existence matters: it is not necessarily the next).
+        Reads about ``first_page_size(limit, shards)`` keys per shard, in one round of
+        parallel queries 95% of the time and two at most (``ranking.gather_top``); what
+        it cost is kept in ``last_top_stats``."""
+
+        read = self.store.page_reader(partitions)
+        keys, self.last_top_stats = gather_top(read, len(partitions), after, limit)
+        return keys
+
+    def _page(
+        self,
+        board_id: str,
+        order: RankOrder,
+        keys: list[str],
+        more: bool,
+        cursor: Cursor | None,
+        scope: str,
+        with_data: bool,
+        total: int,
+    ) -> Page:
+        """The listing entries for consecutive ``keys`` (after ``cursor``), ranked."""
+        entries = decode(order, keys)
         previous = None
         first_position = 1
         if cursor is not None:
@@ -332,30 +430,12 @@ class LeaderboardService:
         if with_data:
             ranked = self._with_data(board_id, ranked)
         next_cursor = None
-        if len(keys) > limit and ranked:
+        if more and ranked:
             last = ranked[-1]
             next_cursor = Cursor(
                 scope, entries[-1].sort_key, first_position + len(ranked) - 1, last.rank
             ).encode()
         return Page(entries=ranked, total=total, next_cursor=next_cursor)
-
-    def _gather_top(self, partitions: list[str], after: str | None, limit: int) -> list[str]:
-        """The best ``limit`` index keys after ``after``, exactly, then one more key when
-        the listing goes on (only its existence matters: it is not necessarily the next).
-        Reads about ``first_page_size(limit, shards)`` keys per shard, in one round of
-        parallel queries 95% of the time and two at most (``ranking.gather_top``); what
-        it cost is kept in ``last_top_stats``."""
-
-        def read(requests: Sequence[PageRequest]) -> list[list[str]]:
-            return self.store.gather(
-                lambda r: self.store.index_keys(
-                    partitions[r.shard], after=r.after, below=r.below, limit=r.limit
-                ),
-                requests,
-            )
-
-        keys, self.last_top_stats = gather_top(read, len(partitions), after, limit)
-        return keys
 
     def _with_data(self, board_id: str, entries: list[RankedEntry]) -> list[RankedEntry]:
         data = self.store.get_data(board_id, [entry.member_id for entry in entries])
@@ -367,7 +447,13 @@ class LeaderboardService:
     def _member_entry(
         self, board_id: str, settings: BoardSettings, member_id: str, period: str
     ) -> IndexEntry:
-        state = self.store.get_score(board_id, member_id, period)
+        return self._entry_of(
+            board_id, settings, member_id, period, self.store.get_score(board_id, member_id, period)
+        )
+
+    def _entry_of(
+        self, board_id: str, settings: BoardSettings, member_id: str, period: str, state: ScoreState | None
+    ) -> IndexEntry:
         if state is None:
             if period == ALL_TIME:
                 raise NotFound(f"member {member_id} does not exist on board {board_id}")
@@ -375,19 +461,28 @@ class LeaderboardService:
         key = settings.rank_order.sort_key(state.score, member_id, state.reached_at_us)
         return IndexEntry(sort_key=key, member_id=member_id, score=state.score)
 
-    def rank(self, board_id: str, member_id: str, requested_period: str | None = None) -> dict[str, Any]:
-        board, period, total = self._view(board_id, requested_period)
-        order = board.settings.rank_order
-        entry = self._member_entry(board_id, board.settings, member_id, period)
+    def rank(
+        self, board_id: str, member_id: str, requested_period: str | None = None, consistent: bool = False
+    ) -> dict[str, Any]:
+        """1 + the members better than this one: from the score buckets in at most three
+        round trips (the board and score; the buckets above; one COUNT inside a bucket),
+        or with ``consistent`` by counting every index entry above."""
+        board, period, total, view = self._view(board_id, requested_period, member_id=member_id)
+        settings = board.settings
+        order = settings.rank_order
+        entry = self._entry_of(board_id, settings, member_id, period, view.score)
         bound = entry.sort_key if order.earliest else order.score_bound(entry.score)
-        better = self._count_below(self._partitions(board_id, board.settings, period), bound)
+        if consistent:
+            better = self._count_below(self._partitions(board_id, settings, period), bound)
+        else:
+            better = self._count_better(board_id, settings, period, [bound], total)[0]
         return {"memberId": member_id, "score": entry.score, "rank": better + 1, "total": total}
 
     def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
-        board, period, total = self._view(board_id, requested_period)
+        board, period, total, view = self._view(board_id, requested_period, member_id=member_id)
         settings = board.settings
         order = settings.rank_order
-        me = self._member_entry(board_id, settings, member_id, period)
+        me = self._entry_of(board_id, settings, member_id, period, view.score)
         partitions = self._partitions(board_id, settings, period)
         reach = 2 * radius
 
@@ -405,7 +500,7 @@ class LeaderboardService:
         take_above, take_below = around_window(above, below, radius)
         window_keys = [*above[len(above) - take_above :], me.sort_key, *below[:take_below]]
         entries = decode(order, window_keys)
-        my_position = 1 + self._count_below(partitions, me.sort_key)
+        my_position = 1 + self._count_better(board_id, settings, period, [me.sort_key], total)[0]
         first = entries[0]
         first_position = my_position - take_above
         if order.earliest:
@@ -425,13 +520,8 @@ class LeaderboardService:
     def ranks(
         self, board_id: str, member_ids: list[str], requested_period: str | None = None
     ) -> list[RankedEntry]:
-        """Board-wide ranks of several members, in listing order.
-
-        The members' bounds are sorted, and the index is counted segment by segment
-        (below the first bound, then between consecutive bounds), so the items read add
-        up to the members above the lowest one, not to the sum of every rank.
-        """
-        board, period, _ = self._view(board_id, requested_period)
+        """Board-wide ranks of several members, in listing order (``_count_better``)."""
+        board, period, total, _ = self._view(board_id, requested_period)
         settings = board.settings
         order = settings.rank_order
         states = self.store.get_scores(board_id, member_ids, period)
@@ -442,29 +532,27 @@ class LeaderboardService:
         if not entries:
             return []
         bounds = [e.sort_key if order.earliest else order.score_bound(e.score) for e in entries]
-        partitions = self._partitions(board_id, settings, period)
-        tasks: list[tuple[str, int]] = [(p, i) for i in range(len(bounds)) for p in partitions]
+        better = self._count_better(board_id, settings, period, bounds, total)
+        return [
+            RankedEntry(rank=count + 1, member_id=entry.member_id, score=entry.score)
+            for entry, count in zip(entries, better, strict=True)
+        ]
 
-        def count(task: tuple[str, int]) -> int:
-            partition, index = task
-            if index == 0:
-                return self.store.count_index(partition, below=bounds[0])
-            if bounds[index] == bounds[index - 1]:
-                return 0
-            return self.store.count_index(partition, between=(bounds[index - 1], bounds[index]))
+    def recount_quiet_buckets(self, board_id: str) -> int:
+        """Re-count the board's dirty score buckets of the current period that writes have
+        left alone for a while (the scheduled job's upkeep); how many came clean."""
+        from podium.upkeep import Upkeep
 
-        counts = self.store.gather(count, tasks)
-        segment = [0] * len(bounds)
-        for (_, index), value in zip(tasks, counts, strict=True):
-            segment[index] += value
-        ranked = []
-        better = 0
-        for index, entry in enumerate(entries):
-            better += segment[index]
-            if index > 0 and order.earliest:
-                better -= 1  # the inclusive upper bound is this member's own entry
-            ranked.append(RankedEntry(rank=better + 1, member_id=entry.member_id, score=entry.score))
-        return ranked
+        period = self.period(self.board_settings(board_id))
+        return Upkeep(self.store, self.board_settings, self.clock).recount_quiet(board_id, period)
+
+    def rebuild_rank_structures(self, board_id: str, requested_period: str | None = None) -> int:
+        """Rebuild the board's head and score buckets from the index (maintenance: a board
+        whose scores were bulk-loaded); the number of buckets."""
+        from podium.upkeep import Upkeep
+
+        period = self.period(self.board_settings(board_id), requested_period)
+        return Upkeep(self.store, self.board_settings, self.clock).rebuild(board_id, period)
 
 
 @cache

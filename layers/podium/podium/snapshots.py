@@ -122,7 +122,11 @@ def take_snapshot(service: LeaderboardService, board_id: str, taken_at: datetime
         member_count=board.member_count,
         entries=page.entries,
     )
-    return service.store.put_snapshot(snapshot, expires_at)
+    written = service.store.put_snapshot(snapshot, expires_at)
+    # The same schedule brings score buckets that splits left dirty back to trusted counts
+    # once writes leave them alone (podium.buckets), so ranks stay cheap on quiet boards.
+    service.recount_quiet_buckets(board_id)
+    return written
 
 
 def take_snapshots(

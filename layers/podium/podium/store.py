@@ -32,14 +32,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from podium import head as head_codec
 from podium import numbers, periods
+from podium.buckets import BELOW_EVERY_KEY, Bucket
 from podium.config import Settings
 from podium.errors import Throttled
-from podium.keys import ALL_TIME, SEPARATOR, rank_partition_key, shard_of
+from podium.head import Head
+from podium.keys import ALL_TIME, SEPARATOR, member_of_key, rank_partition_key, shard_of
 from podium.models import Board, BoardSettings, LoggedEvent, Notification, RankedEntry, ScoreState, Snapshot
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from podium.ranking import PageRequest
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -557,6 +562,17 @@ class Store:
             keys = [key for key in keys if key not in (after, below)][:limit]
         return keys
 
+    def page_reader(self, partitions: Sequence[str]) -> Callable[[Sequence[PageRequest]], list[list[str]]]:
+        """Reads one round of ``ranking.gather_top``'s page requests, in parallel."""
+
+        def read(requests: Sequence[PageRequest]) -> list[list[str]]:
+            return self.gather(
+                lambda r: self.index_keys(partitions[r.shard], after=r.after, below=r.below, limit=r.limit),
+                requests,
+            )
+
+        return read
+
     def count_index(
         self, partition: str, *, below: str | None = None, between: tuple[str, str] | None = None
     ) -> int:
@@ -586,6 +602,276 @@ class Store:
             if "LastEvaluatedKey" not in response:
                 return total
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def keys_in_range(self, partition: str, lo: str, hi: str | None) -> list[str]:
+        """Every sort key of one shard in ``[lo, hi]`` (``lo`` empty: from the first key;
+        ``hi`` None: to the last), best first."""
+        request = self._range_request(partition, lo, hi)
+        request["ProjectionExpression"] = "rsk"
+        keys: list[str] = []
+        while True:
+            with _translate_throttling():
+                response = self.client.query(**request)
+            keys.extend(item["rsk"]["S"] for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return keys
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def count_range(self, partition: str, lo: str, hi: str | None) -> int:
+        """COUNT one shard's entries in ``[lo, hi]`` (bounds as in ``keys_in_range``)."""
+        request = self._range_request(partition, lo, hi)
+        request["Select"] = "COUNT"
+        total = 0
+        while True:
+            with _translate_throttling():
+                response = self.client.query(**request)
+            total += int(response.get("Count", 0))
+            if "LastEvaluatedKey" not in response:
+                return total
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _range_request(self, partition: str, lo: str, hi: str | None) -> dict[str, Any]:
+        condition = "rpk = :p"
+        values: dict[str, Any] = {":p": {"S": partition}}
+        if lo and hi is not None:
+            condition += " AND rsk BETWEEN :lo AND :hi"
+            values[":lo"] = {"S": lo}
+            values[":hi"] = {"S": hi}
+        elif lo:
+            condition += " AND rsk >= :lo"
+            values[":lo"] = {"S": lo}
+        elif hi is not None:
+            condition += " AND rsk <= :hi"
+            values[":hi"] = {"S": hi}
+        return {
+            "TableName": self.table,
+            "IndexName": self.settings.rank_index_name,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+
+    # -- the head and the score buckets (podium.head, podium.buckets) -----------------
+
+    def view(
+        self,
+        board_id: str,
+        period: str,
+        *,
+        member_id: str | None = None,
+        head: bool = False,
+    ) -> View:
+        """What a ranking read needs before it touches the index, in one BatchGetItem:
+        the board, the period's count (time-windowed boards), the member's score and the
+        board's head."""
+        keys = [board_key(board_id)]
+        if period != ALL_TIME:
+            keys.append(period_count_key(board_id, period))
+        if member_id is not None:
+            keys.append(score_key(board_id, member_id, period))
+        if head:
+            keys.append(_head_key(board_id, period))
+        items = self._batch_get(keys, consistent=member_id is not None)
+        board_item = items.get((f"B#{board_id}", "BOARD"))
+        count_item = items.get((f"B#{board_id}", f"COUNT#{period}"))
+        score_item = items.get((member_pk(board_id, member_id), f"SCORE#{period}")) if member_id else None
+        head_item = items.get((f"B#{board_id}", f"HEAD#{period}"))
+        return View(
+            board=_board_from_item(board_id, board_item) if board_item else None,
+            period_count=max(0, int(count_item["memberCount"]["N"])) if count_item else 0,
+            score=_score_from_item(score_item) if score_item else None,
+            head=_head_from_item(head_item) if head_item else None,
+        )
+
+    def get_head(self, board_id: str, period: str, *, consistent: bool = False) -> Head | None:
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table, Key=_head_key(board_id, period), ConsistentRead=consistent
+            )
+        item = response.get("Item")
+        return _head_from_item(item) if item else None
+
+    def put_head(self, board_id: str, period: str, head: Head, expires: int | None) -> bool:
+        """Write the head if it is still the version read (``head.version``; 0: absent);
+        False when another writer got there first."""
+        from botocore.exceptions import ClientError
+
+        item: dict[str, Any] = {
+            **_head_key(board_id, period),
+            "k": {"B": head_codec.encode(head.keys)},
+            "c": {"BOOL": head.complete},
+            "v": {"N": str(head.version + 1)},
+        }
+        if expires is not None:
+            item["ttl"] = {"N": str(expires)}
+        condition: dict[str, Any] = (
+            {"ConditionExpression": "v = :v", "ExpressionAttributeValues": {":v": {"N": str(head.version)}}}
+            if head.version
+            else {"ConditionExpression": "attribute_not_exists(pk)"}
+        )
+        try:
+            with _translate_throttling():
+                self.client.put_item(TableName=self.table, Item=item, **condition)
+        except ClientError as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def list_buckets(
+        self, board_id: str, period: str, *, upto: str | None = None, consistent: bool = False
+    ) -> list[Bucket]:
+        """The board's buckets in key order, from the first up to the one holding ``upto``
+        (None: all of them)."""
+        prefix = f"BKT#{period}#"
+        values: dict[str, Any] = {":pk": {"S": f"B#{board_id}"}, ":lo": {"S": prefix}}
+        if upto is None:
+            condition = "pk = :pk AND begins_with(sk, :lo)"
+        else:
+            condition = "pk = :pk AND sk BETWEEN :lo AND :hi"
+            values[":hi"] = {"S": prefix + upto}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "ConsistentRead": consistent,
+        }
+        buckets: list[Bucket] = []
+        while True:
+            with _translate_throttling():
+                response = self.client.query(**request)
+            buckets.extend(_bucket_from_item(item, len(prefix)) for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return buckets
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def create_first_bucket(self, board_id: str, period: str, expires: int | None) -> None:
+        """The bucket below every key, counted by the stream from empty (a no-op when it
+        exists)."""
+        from botocore.exceptions import ClientError
+
+        item = _bucket_item(board_id, period, Bucket(BELOW_EVERY_KEY, 0, 1), expires)
+        try:
+            with _translate_throttling():
+                self.client.put_item(
+                    TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)"
+                )
+        except ClientError as error:
+            if _error_code(error) != "ConditionalCheckFailedException":
+                raise
+
+    def apply_bucket_changes(
+        self, mark: str, board_id: str, period: str, changes: Sequence[BucketChange], now_us: int
+    ) -> bool:
+        """Apply one stream record's changes to the buckets, once (``mark``): False when
+        the record was applied before; BucketMoved when a bucket was split or re-counted
+        since it was read."""
+        from botocore.exceptions import ClientError
+
+        actions: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": mark_item(mark),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        ]
+        for change in changes:
+            values: dict[str, Any] = {":e": {"N": str(change.bucket.epoch)}, ":now": {"N": str(now_us)}}
+            if change.dirty:
+                expression = "SET d = :t, l = :now"
+                values[":t"] = {"BOOL": True}
+            else:
+                expression = "ADD n :d SET l = :now"
+                values[":d"] = {"N": str(change.delta)}
+            actions.append(
+                {
+                    "Update": {
+                        "TableName": self.table,
+                        "Key": _bucket_key(board_id, period, change.bucket.lo),
+                        "UpdateExpression": expression,
+                        "ConditionExpression": "e = :e",
+                        "ExpressionAttributeValues": values,
+                    }
+                }
+            )
+        try:
+            with _translate_throttling():
+                self.client.transact_write_items(TransactItems=actions)
+        except ClientError as error:
+            codes = _cancellation_codes(error)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                return False
+            if "ConditionalCheckFailed" in codes:
+                raise BucketMoved(board_id, period) from error
+            raise
+        return True
+
+    def split_bucket(
+        self, board_id: str, period: str, old: Bucket, lower: Bucket, upper: Bucket, expires: int | None
+    ) -> bool:
+        """Replace ``old`` by ``lower`` (same ``lo``) and ``upper`` in one transaction, if
+        ``old`` is unchanged since read; False otherwise."""
+        from botocore.exceptions import ClientError
+
+        actions: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": _bucket_item(board_id, period, lower, expires),
+                    **_unchanged_bucket(old),
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": _bucket_item(board_id, period, upper, expires),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+        ]
+        try:
+            with _translate_throttling():
+                self.client.transact_write_items(TransactItems=actions)
+        except ClientError as error:
+            if "ConditionalCheckFailed" in _cancellation_codes(error):
+                return False
+            raise
+        return True
+
+    def recount_bucket(
+        self, board_id: str, period: str, old: Bucket, counted: Bucket, expires: int | None
+    ) -> bool:
+        """Replace ``old`` by its re-counted self if unchanged since read."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with _translate_throttling():
+                self.client.put_item(
+                    TableName=self.table,
+                    Item=_bucket_item(board_id, period, counted, expires),
+                    **_unchanged_bucket(old),
+                )
+        except ClientError as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def replace_buckets(
+        self, board_id: str, period: str, buckets: Sequence[Bucket], expires: int | None
+    ) -> None:
+        """Rebuild: drop the period's buckets and write ``buckets`` (maintenance, not for a
+        board whose stream is busy)."""
+        existing = self.list_buckets(board_id, period, consistent=True)
+        wanted = {b.lo for b in buckets}
+        deletes = [
+            {"DeleteRequest": {"Key": _bucket_key(board_id, period, b.lo)}}
+            for b in existing
+            if b.lo not in wanted
+        ]
+        puts = [{"PutRequest": {"Item": _bucket_item(board_id, period, b, expires)}} for b in buckets]
+        self._batch_write(deletes + puts)
 
     # -- the change stream ------------------------------------------------------------
 
@@ -1222,6 +1508,78 @@ class Store:
             for item in items:
                 found[(item["pk"]["S"], item["sk"]["S"])] = item
         return found
+
+
+@dataclass(frozen=True)
+class View:
+    board: Board | None
+    period_count: int
+    score: ScoreState | None
+    head: Head | None
+
+
+@dataclass(frozen=True)
+class BucketChange:
+    """One bucket's part of a stream record: add ``delta``, or only mark it dirty."""
+
+    bucket: Bucket
+    delta: int
+    dirty: bool = False
+
+
+class BucketMoved(Exception):
+    """A bucket was split or re-counted since it was read: read the buckets again."""
+
+
+def _head_key(board_id: str, period: str) -> dict[str, Any]:
+    return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": f"HEAD#{period}"}}
+
+
+def _head_from_item(item: dict[str, Any]) -> Head:
+    keys = head_codec.decode(bytes(item["k"]["B"]))
+    return Head(keys, bool(item["c"]["BOOL"]), int(item["v"]["N"]), {member_of_key(k): k for k in keys})
+
+
+def _bucket_key(board_id: str, period: str, lo: str) -> dict[str, Any]:
+    return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": f"BKT#{period}#{lo}"}}
+
+
+def _bucket_item(board_id: str, period: str, bucket: Bucket, expires: int | None) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        **_bucket_key(board_id, period, bucket.lo),
+        "n": {"N": str(bucket.count)},
+        "e": {"N": str(bucket.epoch)},
+        "f": {"N": str(bucket.snapshot_from_us)},
+        "t": {"N": str(bucket.snapshot_to_us)},
+        "d": {"BOOL": bucket.dirty},
+        "l": {"N": str(bucket.last_change_us)},
+    }
+    if expires is not None:
+        item["ttl"] = {"N": str(expires)}
+    return item
+
+
+def _unchanged_bucket(bucket: Bucket) -> dict[str, Any]:
+    """The condition that no split, re-count or change reached ``bucket`` since it was read."""
+    return {
+        "ConditionExpression": "e = :e AND l = :l",
+        "ExpressionAttributeValues": {
+            ":e": {"N": str(bucket.epoch)},
+            ":l": {"N": str(bucket.last_change_us)},
+        },
+    }
+
+
+def _bucket_from_item(item: dict[str, Any], prefix_length: int) -> Bucket:
+    return Bucket(
+        lo=item["sk"]["S"][prefix_length:],
+        count=int(item["n"]["N"]),
+        epoch=int(item["e"]["N"]),
+        snapshot_from_us=int(item["f"]["N"]),
+        snapshot_to_us=int(item["t"]["N"]),
+        dirty=bool(item["d"]["BOOL"]),
+        last_change_us=int(item["l"]["N"]),
+    )
 
 
 def _edge_key(board_id: str, rival: str, follower: str) -> dict[str, Any]:

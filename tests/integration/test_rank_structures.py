@@ -1,0 +1,237 @@
+"""The head and the score buckets, kept from DynamoDB Local's real change stream, agree
+with a plain sorted list: while buckets split under changes that are still in flight,
+when records are delivered twice, and after a rebuild from the index."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from podium import buckets
+from podium import service as service_module
+from podium.aggregator import Aggregator
+from podium.config import Settings
+from podium.errors import NotFound
+from podium.service import LeaderboardService
+from podium.store import Store
+from podium.validation import board_request, member_request
+from tests.helpers import unique_id
+
+pytestmark = pytest.mark.integration
+
+
+class SteppingClock:
+    """Moves 7 ms forward per read, so a few hundred writes span several seconds and the
+    stream's changes fall before, around and after the buckets' snapshots."""
+
+    def __init__(self) -> None:
+        self.moment = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.moment += timedelta(milliseconds=7)
+        return self.moment
+
+
+@pytest.fixture
+def small_buckets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Buckets of a few members, so that a board of hundreds splits many times, and the
+    bucket path answers every rank (not the direct COUNT kept for small boards)."""
+    monkeypatch.setattr(buckets, "SPLIT_AT", 12)
+    monkeypatch.setattr(buckets, "REBUILD_SIZE", 6)
+    monkeypatch.setattr(service_module, "COUNT_INDEX_UP_TO", 0)
+
+
+class Stream:
+    """Hands out the board's stream records in order, a part at a time; reads each
+    stream shard on from where it stopped (the shared stream holds the whole session)."""
+
+    def __init__(self, client: Any, endpoint: str, table: str, board: str) -> None:
+        import boto3
+
+        self.streams = boto3.client("dynamodbstreams", endpoint_url=endpoint)
+        self.arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+        self.board = board
+        self.after: dict[str, str] = {}
+        self.pending: list[dict[str, Any]] = []
+        for shard in self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]:
+            self._read(shard["ShardId"], mark_only=True)
+
+    def _read(self, shard_id: str, *, mark_only: bool = False) -> None:
+        from devstack.streams import lambda_record
+
+        position: dict[str, Any] = (
+            {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": self.after[shard_id]}
+            if shard_id in self.after
+            else {"ShardIteratorType": "TRIM_HORIZON"}
+        )
+        iterator = self.streams.get_shard_iterator(StreamArn=self.arn, ShardId=shard_id, **position)
+        cursor = iterator["ShardIterator"]
+        while cursor:
+            response = self.streams.get_records(ShardIterator=cursor, Limit=1000)
+            for record in response["Records"]:
+                self.after[shard_id] = record["dynamodb"]["SequenceNumber"]
+                key = record["dynamodb"]["Keys"]["pk"]["S"]
+                if not mark_only and key.startswith(f"M#{self.board}#"):
+                    self.pending.append(lambda_record(dict(record), self.arn))
+            if not response["Records"]:
+                break
+            cursor = response.get("NextShardIterator")
+
+    def fetch(self) -> None:
+        for shard in self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]:
+            self._read(shard["ShardId"])
+
+    def take(self, count: int) -> list[dict[str, Any]]:
+        taken, self.pending = self.pending[:count], self.pending[count:]
+        return taken
+
+
+def deliver(aggregator: Aggregator, batch: list[dict[str, Any]]) -> None:
+    assert aggregator.keep_heads(batch) == set()
+    for record in batch:
+        aggregator.apply(record)
+
+
+def expected_rank(scores: dict[str, Decimal], member: str) -> int:
+    return 1 + sum(1 for other in scores.values() if other > scores[member])
+
+
+def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
+    store: Store,
+    local_tables: Settings,
+    dynamodb_client: Any,
+    dynamodb_endpoint: str,
+    small_buckets: None,
+) -> None:
+    # Given a board of 160 members on 3 shards whose scores change, some members leave,
+    # and the stream is applied a random part at a time (some parts twice) while it goes on
+    rng = random.Random(5)
+    clock = SteppingClock()
+    service = LeaderboardService(store, clock=clock)
+    aggregator = Aggregator(store, service.board_settings, clock)
+    board = unique_id("buckets")
+    service.put_board(board, board_request({"shards": 3, "operator": "set"}))
+    stream = Stream(dynamodb_client, dynamodb_endpoint, local_tables.table_name, board)
+    scores: dict[str, Decimal] = {}
+    for round_ in range(4):
+        for index in range(40):
+            member = f"p{round_}-{index}"
+            scores[member] = Decimal(rng.randrange(60))  # few values: many ties
+            service.put_member(board, member, member_request({"score": scores[member]}))
+        for member in rng.sample(sorted(scores), 30):
+            scores[member] = Decimal(rng.randrange(60))
+            service.submit_score(board, member, scores[member])
+        for member in rng.sample(sorted(scores), 5):
+            service.delete_member(board, member)
+            del scores[member]
+        stream.fetch()
+        batch = stream.take(rng.randrange(len(stream.pending) // 2, len(stream.pending)))
+        deliver(aggregator, batch)
+        # a retry replays the batch from a failed record on: it counts once
+        deliver(aggregator, batch[len(batch) // 3 :])
+
+    # When the rest of the stream arrives
+    stream.fetch()
+    deliver(aggregator, stream.take(len(stream.pending)))
+
+    # Then the buckets split, partition the members, and every rank from them is exact
+    layout = store.list_buckets(board, "all", consistent=True)
+    assert len(layout) > 10
+    assert [b.lo for b in layout] == sorted(b.lo for b in layout)
+    for member in rng.sample(sorted(scores), 40):
+        assert service.rank(board, member)["rank"] == expected_rank(scores, member), member
+        assert service.rank(board, member, consistent=True)["rank"] == expected_rank(scores, member)
+
+    # When writes have left the buckets alone for a while and the scheduled job re-counts
+    clock.moment += timedelta(seconds=10)
+    service.recount_quiet_buckets(board)
+
+    # Then every bucket is trusted again, their counts add up to the board, and the
+    # ranks from those counts are still exact
+    layout = store.list_buckets(board, "all", consistent=True)
+    assert not any(b.dirty for b in layout)
+    assert sum(b.count for b in layout) == len(scores)
+    for member in rng.sample(sorted(scores), 40):
+        assert service.rank(board, member)["rank"] == expected_rank(scores, member), member
+    # and the head answers the first pages exactly like the index does
+    assert store.get_head(board, "all") is not None
+    for limit in (1, 7, 10, 50, 100):
+        from_head = service.top(board, limit, None, False)
+        from_index = service.top(board, limit, None, False, consistent=True)
+        assert from_head.entries == from_index.entries
+        assert from_head.next_cursor == from_index.next_cursor
+    # and ranks of several members at once, and a window around one, agree too
+    friends = rng.sample(sorted(scores), 12)
+    for entry in service.ranks(board, friends):
+        assert entry.rank == expected_rank(scores, entry.member_id)
+    member = rng.choice(sorted(scores))
+    window = service.around(board, member, 3)
+    assert member in [e.member_id for e in window.entries]
+    for entry in window.entries:
+        assert entry.rank == expected_rank(scores, entry.member_id)
+
+
+def test_the_head_follows_departures_from_the_top_and_refills_from_the_index(
+    service: LeaderboardService,
+    store: Store,
+    local_tables: Settings,
+    dynamodb_client: Any,
+    dynamodb_endpoint: str,
+) -> None:
+    # Given a board of 140 members whose head the stream keeps
+    board = unique_id("head")
+    service.put_board(board, board_request({"shards": 4}))
+    aggregator = Aggregator(store, service.board_settings, service.clock)
+    stream = Stream(dynamodb_client, dynamodb_endpoint, local_tables.table_name, board)
+    for index in range(140):
+        service.put_member(board, f"m{index:03d}", member_request({"score": Decimal(index)}))
+    stream.fetch()
+    deliver(aggregator, stream.take(len(stream.pending)))
+    head = store.get_head(board, "all")
+    assert head is not None
+    assert len(head.keys) == 128
+
+    # When the 60 best members leave and others climb
+    for index in range(80, 140):
+        service.delete_member(board, f"m{index:03d}")
+    service.submit_score(board, "m000", Decimal(1000))
+    stream.fetch()
+    deliver(aggregator, stream.take(len(stream.pending)))
+
+    # Then the head was refilled, and its pages are the index's
+    head = store.get_head(board, "all")
+    assert head is not None
+    assert head.complete
+    assert len(head.keys) == 80
+    top = service.top(board, 100, None, False)
+    assert [e.member_id for e in top.entries][:2] == ["m000", "m079"]
+    assert top.entries == service.top(board, 100, None, False, consistent=True).entries
+    assert top.next_cursor is None
+    assert top.total == 80
+
+
+def test_a_rebuild_from_the_index_gives_exact_ranks_and_head(
+    service: LeaderboardService, store: Store, small_buckets: None
+) -> None:
+    # Given a board whose scores were written without a stream consumer (a bulk load)
+    board = unique_id("rebuilt")
+    service.put_board(board, board_request({"shards": 5, "tieBreak": "earliest", "order": "asc"}))
+    rng = random.Random(11)
+    scores = {f"r{i}": Decimal(rng.randrange(40)) / 4 for i in range(90)}
+    for member, score in scores.items():
+        service.put_member(board, member, member_request({"score": score}))
+
+    # When the head and the buckets are rebuilt
+    count = service.rebuild_rank_structures(board)
+
+    # Then ranks from the buckets equal the index's count, and the head its first page
+    assert count == 15
+    for member in scores:
+        assert service.rank(board, member) == service.rank(board, member, consistent=True)
+    assert service.top(board, 100, None, False) == service.top(board, 100, None, False, consistent=True)
+    with pytest.raises(NotFound):
+        service.rank(board, "nobody")
