@@ -67,6 +67,19 @@ def probe(store: Store) -> list[dict[str, Any]]:
         "60 KB profile item, ConsistentRead",
         client.get_item(TableName=table, Key=profile_key(BOARD, "a"), ConsistentRead=True),
     )
+    missing = score_key(BOARD, "nobody", "all")
+    note(
+        "GetItem",
+        "a key that does not exist, ConsistentRead",
+        client.get_item(TableName=table, Key=missing, ConsistentRead=True),
+    )
+    note(
+        "BatchGetItem",
+        "two keys that do not exist, ConsistentRead",
+        client.batch_get_item(
+            RequestItems={table: {"Keys": [missing, profile_key(BOARD, "nobody")], "ConsistentRead": True}}
+        ),
+    )
     note(
         "BatchGetItem",
         "the score item and the 60 KB profile, ConsistentRead",

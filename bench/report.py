@@ -54,7 +54,7 @@ def _table(header: list[str], lines: Iterable[list[str]]) -> list[str]:
 
 def console(results: dict[str, Any]) -> str:
     size = _largest(results)
-    width = [22, 7, 7, 10, 9, 9, 6, 7, 9, 9]
+    width = [38, 7, 7, 10, 9, 9, 6, 7, 9, 9]
     header = ["pattern", "shards", "k/depth", "items", "RCU", "WCU", "reqs", "rounds", "p50 ms", "p95 ms"]
     lines = [f"Podium benchmark at {size:,} members (DynamoDB Local; Redis: latency only)"]
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, width, strict=True)))
@@ -65,7 +65,7 @@ def console(results: dict[str, Any]) -> str:
         if row["pattern"] == "write":
             label = row["what"]
         cells = [
-            label[:40],
+            label[:38],
             "-" if row["shards"] is None else str(row["shards"]),
             str(row.get("k") or row.get("depth") or ""),
             _number(row.get("itemsRead")),
@@ -326,7 +326,9 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "DynamoDB Local computes capacity units from item sizes, as DynamoDB's pricing does: reads in 4 KB "
         "units (half for eventually consistent reads; a query sums the sizes of every item it scans, "
         "`Select=COUNT` included), writes in 1 KB units, and an index write for every index entry added or "
-        "removed. What it does **not** emulate: provisioned or on-demand limits and throttling, partition "
+        "removed. A read that finds nothing reports what the table shows; DynamoDB bills a `GetItem` that "
+        "finds nothing 0.5 RCU (1 if consistent). What it does **not** emulate: provisioned or on-demand "
+        "limits and throttling, partition "
         "throughput limits (1,000 WCU / 3,000 RCU per partition) and adaptive capacity, a GSI's "
         "replication lag, and the network. So the units below are what AWS would bill, while the latencies "
         "are only relative.",
