@@ -37,7 +37,7 @@ run: setup ## Start the whole stack locally (DynamoDB Local, tables, API on :$(P
 	$(PY) -m devstack --port $(PORT)
 
 test: setup check build ## Run every check: lint, types, template validation, sam build, all tests
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 check: lint typecheck validate ## Static checks only
 

@@ -40,6 +40,20 @@ for _key, _value in LOCAL_CREDENTIALS.items():
 # environment they would send the moto-mocked unit tests' boto3 clients there too.
 EXTERNAL_SNS = os.environ.pop(SNS_ENDPOINT, "")
 EXTERNAL_SQS = os.environ.pop(SQS_ENDPOINT, "")
+# `make test` runs two pytest-xdist workers; each starts its own servers and logs.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With ``--dist loadgroup``, one worker takes every end-to-end test (one stack for
+    them all) and the other every DynamoDB Local integration test; unit tests go to
+    whichever is free."""
+    for item in items:
+        parts = item.path.parts
+        if "e2e" in parts:
+            item.add_marker(pytest.mark.xdist_group("stack"))
+        elif "integration" in parts:
+            item.add_marker(pytest.mark.xdist_group("dynamodb-local"))
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +62,7 @@ def dynamodb_endpoint() -> Iterator[str]:
     if external:
         yield external
         return
-    server = DynamoDBLocal.start(log_path=ROOT / ".devstack" / "test-dynamodb-local.log")
+    server = DynamoDBLocal.start(log_path=ROOT / ".devstack" / f"test-dynamodb-local-{WORKER}.log")
     try:
         yield server.endpoint
     finally:
@@ -98,7 +112,7 @@ def aws_messaging_endpoint() -> Iterator[str]:
     if EXTERNAL_SNS:
         yield EXTERNAL_SNS
         return
-    server = MotoServer.start(log_path=ROOT / ".devstack" / "test-moto.log")
+    server = MotoServer.start(log_path=ROOT / ".devstack" / f"test-moto-{WORKER}.log")
     try:
         yield server.endpoint
     finally:
@@ -116,7 +130,7 @@ def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLa
 
     @contextmanager
     def launch(*extra_args: str, name: str = "stack") -> Iterator[LocalStack]:
-        log_path = ROOT / ".devstack" / f"test-{name}.log"
+        log_path = ROOT / ".devstack" / f"test-{name}-{WORKER}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         sqs_endpoint = EXTERNAL_SQS or aws_messaging_endpoint
         env = {

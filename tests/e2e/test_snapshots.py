@@ -61,7 +61,9 @@ def test_snapshots_appear_on_schedule_newest_first(stack_url: str) -> None:
     members = {f"player-{i:02d}": (i * 7) % 10 for i in range(12)}
     for member, score in members.items():
         _put(f"{stack_url}/boards/{board}/members/{member}", {"score": score})
-    top = decimal_json(requests.get(f"{stack_url}/boards/{board}/top?limit=100", timeout=TIMEOUT))
+    top = decimal_json(
+        requests.get(f"{stack_url}/boards/{board}/top?limit=100&consistent=true", timeout=TIMEOUT)
+    )
     written = datetime.now(UTC).replace(microsecond=0)  # takenAt is in whole seconds
 
     # When the schedule has run at least twice since
@@ -81,7 +83,7 @@ def test_snapshots_appear_on_schedule_newest_first(stack_url: str) -> None:
     assert all(set(s) == {"snapshotId", "takenAt", "memberCount", "entries"} for s in listed)
     assert body["nextCursor"] is None
 
-    # And each one taken after the writes holds what top?limit=100 showed
+    # And each one taken after the writes holds what top?limit=100&consistent=true showed
     for snapshot in (s for s in listed if _taken(s) > written):
         assert snapshot["entries"] == top["entries"]
     assert [e["memberId"] for e in top["entries"]][:4] == ["player-07", "player-04", "player-01", "player-11"]

@@ -114,7 +114,8 @@ def _board_ids(service: LeaderboardService) -> Iterator[list[str]]:
 def take_snapshot(service: LeaderboardService, board_id: str, taken_at: datetime, expires_at: int) -> bool:
     """Record one board's snapshot; False when this run had recorded it already."""
     board = service.get_board(board_id)
-    page = service.top(board_id, SNAPSHOT_SIZE, None, with_data=False)
+    # The index, not the head: a snapshot records the top as it is at the schedule's time.
+    page = service.top(board_id, SNAPSHOT_SIZE, None, with_data=False, consistent=True)
     snapshot = Snapshot(
         board_id=board_id,
         snapshot_id=snapshot_id(board_id, taken_at),

@@ -1,0 +1,79 @@
+"""Over HTTP, against the local stack (stream batches delivered twice): a small top-k
+comes from the head kept by the stream and catches up with writes; `consistent=true`
+reads the index at once; ranks agree either way."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import requests
+
+from podium import numbers
+from tests.helpers import decimal_json, eventually, unique_id
+
+pytestmark = pytest.mark.e2e
+
+TIMEOUT = 30
+
+
+def _call(method: str, url: str, body: Any = None) -> Any:
+    data = numbers.dumps(body) if body is not None else None
+    response = requests.request(method, url, data=data, timeout=TIMEOUT)
+    assert response.status_code in (200, 201), response.text
+    return decimal_json(response)
+
+
+def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_index(
+    stack_url: str,
+) -> None:
+    # Given a board of 30 members whose head the stream has built
+    board = unique_id("headed")
+    base = f"{stack_url}/boards/{board}"
+    _call("PUT", base, {"shards": 4})
+    scores = {f"p{i:02d}": Decimal(i * 3) for i in range(30)}
+    for member, score in scores.items():
+        _call("PUT", f"{base}/members/{member}", {"score": score})
+
+    def first_page(query: str) -> list[tuple[str, Decimal]]:
+        page = _call("GET", f"{base}/top?{query}")
+        return [(e["memberId"], e["score"]) for e in page["entries"]]
+
+    def expected(limit: int) -> list[tuple[str, Decimal]]:
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+    eventually(lambda: _assert_equal(first_page("limit=10"), expected(10)), timeout=10)
+
+    # When a member jumps to the lead
+    scores["p00"] = Decimal(500)
+    _call("POST", f"{base}/members/p00/score", {"value": 500})
+
+    # Then the index shows it at once, and the head within seconds
+    assert first_page("limit=10&consistent=true") == expected(10)
+    eventually(lambda: _assert_equal(first_page("limit=10"), expected(10)), timeout=10)
+    # and a cursor from a head page continues in the index without a gap
+    head_page = _call("GET", f"{base}/top?limit=7")
+    rest = _call("GET", f"{base}/top?limit=100&cursor={head_page['nextCursor']}")
+    listing = [(e["memberId"], e["rank"]) for e in head_page["entries"] + rest["entries"]]
+    assert [m for m, _ in listing] == [m for m, _ in expected(30)]
+    assert [r for _, r in listing] == list(range(1, 31))
+    assert rest["nextCursor"] is None
+    # and a member's rank is the same from the buckets' path and from the index
+    for member in ("p00", "p15", "p01"):
+        rank = _call("GET", f"{base}/members/{member}/rank")
+        assert rank == _call("GET", f"{base}/members/{member}/rank?consistent=true")
+        assert rank["rank"] == 1 + sum(1 for s in scores.values() if s > scores[member])
+
+
+def test_consistent_must_be_true_or_false(stack_url: str) -> None:
+    board = unique_id("flag")
+    _call("PUT", f"{stack_url}/boards/{board}", {})
+    for path in ("top", "members/x/rank"):
+        response = requests.get(f"{stack_url}/boards/{board}/{path}?consistent=yes", timeout=TIMEOUT)
+        assert response.status_code == 400
+        assert "consistent" in response.json()["message"]
+
+
+def _assert_equal(actual: object, expected: object) -> None:
+    assert actual == expected
