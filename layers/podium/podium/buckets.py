@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 SPLIT_AT = 1024  # a bucket past this many members is split at its median
-REBUILD_SIZE = 512  # members per bucket when the buckets are rebuilt from the index
+REBUILD_SIZE = 768  # members per bucket when rebuilt from the index: between a split's halves and SPLIT_AT
 INDEX_LAG_US = 1_000_000  # how far the index may trail a write (DynamoDB: "typically < 1 s")
 RECOUNT_QUIET_US = 2_000_000  # a dirty bucket is re-counted when no change reached it for this long
 BELOW_EVERY_KEY = ""  # the first bucket's lower bound
