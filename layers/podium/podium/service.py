@@ -15,7 +15,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
-from podium import buckets, clock, events, numbers, periods
+from podium import buckets, clock, numbers, periods
 from podium import head as head_codec
 from podium.buckets import just_below
 from podium.errors import Conflict, NotFound, ValidationError
@@ -233,6 +233,8 @@ class LeaderboardService:
 
     def log_events(self, board_id: str, requests: list[EventRequest]) -> int:
         """Insert the events (no read); the fold counts them within seconds."""
+        from podium import events  # only this route and fresh_member need the event log
+
         settings = self.board_settings(board_id)
         now = self.clock()
         logged = events.to_log(board_id, settings, requests, now)
@@ -245,6 +247,8 @@ class LeaderboardService:
     ) -> tuple[Member, int]:
         """The member with its score as of now: the last fold plus the events logged since,
         and how many of its distinct events are not folded yet."""
+        from podium import events
+
         member = self.get_member(board_id, member_id, requested_period)
         period = self.period(self.board_settings(board_id), requested_period)
         state, pending_sum, pending = events.fresh_score(self.store, board_id, member_id, period)
