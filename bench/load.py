@@ -100,12 +100,19 @@ def batch_write(client: Any, table: str, items: list[dict[str, Any]]) -> None:
 
 
 def _batches(
-    store: Store, board_id: str, settings: BoardSettings, scores: list[int], start: int, stop: int
+    store: Store,
+    board_id: str,
+    settings: BoardSettings,
+    scores: list[int],
+    start: int,
+    stop: int,
+    profiles: bool = True,
 ) -> Iterator[list[dict[str, Any]]]:
     items: list[dict[str, Any]] = []
     for index in range(start, stop):
         member = member_id(index)
-        items.append(profile_item(board_id, member))
+        if profiles:
+            items.append(profile_item(board_id, member))
         items.append(score_item(store, board_id, settings, member, scores[index]))
         if len(items) >= BATCH:
             yield items[:BATCH]
@@ -123,8 +130,10 @@ def grow_board(
     start: int,
     stop: int,
     progress: Any,
+    profiles: bool = True,
 ) -> None:
-    """Put members ``start`` to ``stop`` - 1 on the board; ``progress.update(n)`` per item."""
+    """Put members ``start`` to ``stop`` - 1 on the board; ``progress.update(n)`` per item.
+    Without ``profiles`` only the score items (what top and rank read) are written."""
 
     def write(items: list[dict[str, Any]]) -> int:
         batch_write(client, store.table, items)
@@ -133,7 +142,7 @@ def grow_board(
     with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
         # map() would queue every batch at once; keep a bounded number in flight.
         in_flight: list[Any] = []
-        for items in _batches(store, board_id, settings, population.scores, start, stop):
+        for items in _batches(store, board_id, settings, population.scores, start, stop, profiles):
             in_flight.append(pool.submit(write, items))
             if len(in_flight) >= LOAD_THREADS * 4:
                 progress.update(in_flight.pop(0).result())

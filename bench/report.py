@@ -29,6 +29,18 @@ def _largest(results: dict[str, Any]) -> int:
     return max((row["size"] for row in results["rows"]), default=0)
 
 
+def _shown_sizes(results: dict[str, Any]) -> list[int]:
+    """The largest size measured on every shard count, and the big board's size."""
+    counts = set(results["plan"]["shards"])
+    complete = [
+        size
+        for size in {row["size"] for row in results["rows"]}
+        if counts <= {row["shards"] for row in results["rows"] if row["size"] == size}
+    ]
+    largest = _largest(results)
+    return sorted({max(complete, default=largest), largest})
+
+
 def _number(value: Any, digits: int = 1) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -53,13 +65,13 @@ def _table(header: list[str], lines: Iterable[list[str]]) -> list[str]:
 
 
 def console(results: dict[str, Any]) -> str:
-    size = _largest(results)
     width = [38, 7, 7, 10, 9, 9, 6, 7, 9, 9]
     header = ["pattern", "shards", "k/depth", "items", "RCU", "WCU", "reqs", "rounds", "p50 ms", "p95 ms"]
-    lines = [f"Podium benchmark at {size:,} members (DynamoDB Local; Redis: latency only)"]
+    shown = " and ".join(f"{s:,}" for s in _shown_sizes(results))
+    lines = [f"Podium benchmark at {shown} members (DynamoDB Local; Redis: latency only)"]
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, width, strict=True)))
     for row in results["rows"]:
-        if row["size"] != size:
+        if row["size"] not in _shown_sizes(results):
             continue
         label = f"{row['pattern']} {row['variant']}"
         if row["pattern"] == "write":
@@ -263,7 +275,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "## How to run",
         "",
         "```bash",
-        "make bench                          # the full run, about 40 minutes; writes this page",
+        "make bench                          # the full run, about 45 minutes; writes this page",
         "make bench QUICK=1                  # a smoke run in about 2 minutes, written to bench-data/quick/",
         "BENCH_MAX_MEMBERS=100000 make bench # stop growing the boards at 100,000 members",
         "BENCH_BUDGET_S=300 make bench       # seconds of loading before growth stops (600 by default)",
@@ -392,11 +404,13 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     ]
     if "bench-top-items.png" in images:
         out += [f"![items read by top-k against board size]({image_dir}/bench-top-items.png)", ""]
-    out += [f"At {size:,} members:", ""]
-    out += _table(
-        ["shards", "k", "how", "items read", "RCU", "requests", "rounds", "p50 ms", "p95 ms"],
-        _top_lines(results, size),
-    )
+    for shown in _shown_sizes(results):
+        out += [f"At {shown:,} members:", ""]
+        out += _table(
+            ["shards", "k", "how", "items read", "RCU", "requests", "rounds", "p50 ms", "p95 ms"],
+            _top_lines(results, shown),
+        )
+        out += [""]
     out += ["", "Items read by top 100 as the board grows:", ""]
     sizes = sorted({row["size"] for row in results["rows"]})
     header = ["shards", "how", *[f"{s:,}" for s in sizes]]
@@ -471,26 +485,28 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     ]
     if "bench-rank-rcu.png" in images:
         out += [f"![RCU of a rank by depth]({image_dir}/bench-rank-rcu.png)", ""]
-    out += [f"At {size:,} members:", ""]
-    lines = []
-    for count in [*plan["shards"], None]:
-        for row in _rows(results, pattern="rank", size=size, shards=count):
-            lines.append(
-                [
-                    "-" if count is None else str(count),
-                    f"{row['depth']} (#{row['position']:,})",
-                    str(VARIANT_NAMES.get(row["variant"], row["variant"])).replace(" (consistent)", ""),
-                    _number(row.get("itemsRead")),
-                    _number(row.get("rcu")),
-                    _number(row.get("requests")),
-                    _number(row.get("rounds")),
-                    _ms(row["p50Ms"]),
-                    _ms(row["p95Ms"]),
-                ]
-            )
-    out += _table(
-        ["shards", "depth", "how", "items read", "RCU", "requests", "rounds", "p50 ms", "p95 ms"], lines
-    )
+    for shown in _shown_sizes(results):
+        out += [f"At {shown:,} members:", ""]
+        lines = []
+        for count in [*plan["shards"], None]:
+            for row in _rows(results, pattern="rank", size=shown, shards=count):
+                lines.append(
+                    [
+                        "-" if count is None else str(count),
+                        f"{row['depth']} (#{row['position']:,})",
+                        str(VARIANT_NAMES.get(row["variant"], row["variant"])).replace(" (consistent)", ""),
+                        _number(row.get("itemsRead")),
+                        _number(row.get("rcu")),
+                        _number(row.get("requests")),
+                        _number(row.get("rounds")),
+                        _ms(row["p50Ms"]),
+                        _ms(row["p95Ms"]),
+                    ]
+                )
+        out += _table(
+            ["shards", "depth", "how", "items read", "RCU", "requests", "rounds", "p50 ms", "p95 ms"], lines
+        )
+        out += [""]
     out += ["", "## Writes", ""]
     out += [
         "`submit_score` on members already on the board (an `increment`, so the index key moves), the "

@@ -34,7 +34,7 @@ from podium.validation import BoardRequest, MemberRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench-data"  # git-ignored: raw results and logs
-FULL_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
+FULL_SIZES = (10_000, 100_000)  # every shard count; then one big board (Plan.big_size)
 QUICK_SIZES = (2_000, 6_000)
 DEPTHS = (("top", 0.0), ("1%", 0.01), ("10%", 0.10), ("50%", 0.50), ("90%", 0.90), ("last", 1.0))
 BIG_DATA_BYTES = 60 * 1024
@@ -53,6 +53,11 @@ class Plan:
     min_runs: int = 5
     max_runs: int = 30
     cell_seconds: float = 2.0  # keep repeating a measurement until min_runs and this much time
+    # After the ladder, one board (big_shards) grows on to big_size members with its score
+    # items only (top and rank read nothing else), within big_budget_s of loading.
+    big_size: int = 0
+    big_shards: int = 10
+    big_budget_s: float = 600.0
     out: Path = ROOT / "docs"
     data: Path = DATA
 
@@ -66,6 +71,7 @@ class Plan:
         budget = float(os.environ.get("BENCH_BUDGET_S", "90" if quick else "600"))
         if quick:
             return cls(
+                big_size=int(os.environ.get("BENCH_BIG_MEMBERS", "0")),
                 sizes=sizes,
                 budget_s=budget,
                 quick=True,
@@ -76,7 +82,9 @@ class Plan:
                 out=DATA / "quick",
                 data=DATA / "quick",
             )
-        return cls(sizes=sizes, budget_s=budget)
+        big = int(os.environ.get("BENCH_BIG_MEMBERS", "1000000"))
+        big_budget = float(os.environ.get("BENCH_BIG_BUDGET_S", "600"))
+        return cls(sizes=sizes, budget_s=budget, big_size=big, big_budget_s=big_budget)
 
 
 @dataclass
@@ -91,6 +99,7 @@ class Context:
     boards: dict[int, str] = field(default_factory=dict)
     settings: dict[int, BoardSettings] = field(default_factory=dict)
     loaded: int = 0
+    profiled: int = 0  # members 0 .. profiled-1 have a profile item (the big board's others do not)
     joined: dict[int, int] = field(default_factory=dict)  # members put_member added, per board
     overrides: dict[int, dict[int, int]] = field(default_factory=dict)  # scores writes changed
     notes: list[str] = field(default_factory=list)
@@ -112,17 +121,22 @@ class Context:
 # -- measuring ------------------------------------------------------------------------
 
 
-def measure(ctx: Context, operation: Callable[[], Any], warm: bool = True) -> tuple[dict[str, Any], Any]:
+def measure(
+    ctx: Context, operation: Callable[[], Any], warm: bool = True, runs: int | None = None
+) -> tuple[dict[str, Any], Any]:
     """Run ``operation`` (once unrecorded to warm up) until ``min_runs`` runs and
-    ``cell_seconds`` have passed, or ``max_runs``; its summary and last result."""
+    ``cell_seconds`` have passed, or ``max_runs`` (or exactly ``runs``); its summary and
+    last result."""
     plan = ctx.plan
     if warm:
         operation()
     samples: list[Sample] = []
     started = time.perf_counter()
     result = None
-    while len(samples) < plan.max_runs and (
-        len(samples) < plan.min_runs or time.perf_counter() - started < plan.cell_seconds
+    most = runs or plan.max_runs
+    least = runs or plan.min_runs
+    while len(samples) < most and (
+        len(samples) < least or (runs is None and time.perf_counter() - started < plan.cell_seconds)
     ):
         with ctx.recorder.window() as window:
             result = operation()
@@ -249,7 +263,10 @@ def depth_members(ctx: Context, size: int, shards: int) -> list[tuple[str, int, 
 def measure_rank(ctx: Context, size: int, shards: int) -> None:
     board_id = ctx.boards[shards]
     for depth, position, member in depth_members(ctx, size, shards):
-        summary, naive = measure(ctx, partial(naive_rank, ctx, shards, member))
+        slow = size >= 100_000 and position >= 10_000  # reads everyone above: once is enough
+        summary, naive = measure(
+            ctx, partial(naive_rank, ctx, shards, member), warm=not slow, runs=1 if slow else None
+        )
         record(ctx, size, shards, "rank", "naive", depth=depth, position=position, **summary)
         summary, served = measure(ctx, partial(ctx.service.rank, board_id, member))
         record(ctx, size, shards, "rank", "service", depth=depth, position=position, **summary)
@@ -284,9 +301,9 @@ def measure_writes(ctx: Context, size: int, shards: int) -> None:
     summary, _ = measure(ctx, lambda: submit(draw.randrange(0, size)))
     record(ctx, size, shards, "write", "submit_score", what="submit_score, existing member", **summary)
 
-    big = draw.randrange(0, size)
+    big = draw.randrange(0, ctx.profiled)
     while big in overrides:
-        big = draw.randrange(0, size)
+        big = draw.randrange(0, ctx.profiled)
     payload = {"bio": "x" * BIG_DATA_BYTES}
     big_member = load.member_id(big)
     summary, _ = measure(
@@ -357,6 +374,7 @@ def grow(ctx: Context, size: int) -> float:
             load.set_member_count(ctx.loader_client, ctx.store, board_id, count)
     seconds = time.perf_counter() - started
     ctx.loaded = size
+    ctx.profiled = size
     items = added * 2 * len(ctx.plan.shards)
     ctx.loads.append({"size": size, "items": items, "seconds": seconds, "itemsPerSecond": items / seconds})
     ids = [load.member_id(i) for i in range(start, size)]
@@ -364,6 +382,50 @@ def grow(ctx: Context, size: int) -> float:
     for shards in ctx.plan.shards:
         rebuild(ctx, size, shards)
     return seconds
+
+
+def grow_big(ctx: Context, plan: Plan) -> None:
+    """Grow one board on to ``big_size`` members (score items only), as far as
+    ``big_budget_s`` of loading allows, then measure it."""
+    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+    shards = plan.big_shards
+    board_id = ctx.boards[shards]
+    start = ctx.loaded
+    rate = ctx.loads[-1]["itemsPerSecond"] if ctx.loads else 2_000.0
+    size = plan.big_size
+    if (size - start) / rate > plan.big_budget_s:
+        size = max(start, start + int(plan.big_budget_s * rate) // 100_000 * 100_000)
+        ctx.note(
+            f"The big board stopped at {size:,} members instead of {plan.big_size:,}: at {rate:,.0f} "
+            f"items/s that is what {plan.big_budget_s:.0f} s of loading (BENCH_BIG_BUDGET_S) allows."
+        )
+    if size <= start:
+        return
+    ctx.population.grow(size)
+    started = time.perf_counter()
+    with tqdm(total=size - start, unit="item", unit_scale=True, desc=f"load {board_id} to {size:,}") as bar:
+        load.grow_board(
+            ctx.loader_client, ctx.store, board_id, ctx.settings[shards], ctx.population,
+            start, size, bar, profiles=False,
+        )  # fmt: skip
+    load.set_member_count(ctx.loader_client, ctx.store, board_id, size + ctx.joined.get(shards, 0))
+    seconds = time.perf_counter() - started
+    ctx.loads.append(
+        {"size": size, "items": size - start, "seconds": seconds, "itemsPerSecond": (size - start) / seconds}
+    )
+    ctx.loaded = size
+    ids = [load.member_id(i) for i in range(start, size)]
+    redis_ref.grow(ctx.redis, ids, ctx.population.scores[start:size])
+    rebuild(ctx, size, shards)
+    print(f"measuring the big board at {size:,} members ...", flush=True)
+    step_started = time.perf_counter()
+    measure_top(ctx, size, shards)
+    measure_cursor_walk(ctx, size, shards)
+    measure_rank(ctx, size, shards)
+    measure_redis(ctx, size)
+    measure_writes(ctx, size, shards)
+    print(f"  measured in {time.perf_counter() - step_started:.0f} s", flush=True)
 
 
 # -- the run ----------------------------------------------------------------------------
@@ -513,6 +575,9 @@ def run(plan: Plan) -> dict[str, Any]:
             save(ctx, plan, begun, stopped, None)
             if size != planned:
                 break
+        if plan.big_size > ctx.loaded and plan.big_shards in plan.shards and stopped is None:
+            grow_big(ctx, plan)
+            save(ctx, plan, begun, stopped, None)
         results = save(ctx, plan, begun, stopped, cold_start(ctx))
         return results
     finally:
