@@ -484,24 +484,21 @@ def machine() -> dict[str, Any]:
 
 
 def cold_start(ctx: Context) -> dict[str, Any] | None:
-    """The cold-start hook: ``bench/coldstart.py``'s ``measure()``, when that module exists."""
-    import importlib
-
+    """``bench/coldstart.py``'s ``measure()``, unless quick mode or BENCH_COLDSTART=0."""
     if ctx.plan.quick or os.environ.get("BENCH_COLDSTART") == "0":
         ctx.note("Cold start not measured: quick mode or BENCH_COLDSTART=0.")
         return None
-    try:
-        module = importlib.import_module("bench.coldstart")
-    except ModuleNotFoundError as error:
-        if error.name != "bench.coldstart":
-            raise
-        ctx.note("bench/coldstart.py does not exist yet: no cold-start figures (hook: bench.run.cold_start).")
-        return None
+    return measure_cold_start()
+
+
+def measure_cold_start() -> dict[str, Any] | None:
+    from bench import coldstart
+
     print("measuring cold start (bench/coldstart.py) ...", flush=True)
-    result = module.measure(repeats=int(os.environ.get("BENCH_COLDSTART_REPEATS", "5")))
+    result = coldstart.measure(repeats=int(os.environ.get("BENCH_COLDSTART_REPEATS", "5")))
     if result is None:
         return None
-    table = getattr(module, "table", None)
+    table = getattr(coldstart, "table", None)
     return {"result": result, "markdown": table(result) if table else None}
 
 
