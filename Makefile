@@ -52,8 +52,8 @@ validate: setup ## cfn-lint and sam validate --lint
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint --region us-east-1
 
-build: setup ## sam build (the layer is built by SAM from its requirements)
-	$(BIN)/sam build --region us-east-1 --cached --parallel >/dev/null
+build: setup ## sam build (the layer: layers/podium/Makefile, requirements and podium compiled to .pyc)
+	PYTHON="$(abspath $(PY))" $(BIN)/sam build --region us-east-1 --cached --parallel >/dev/null
 	@echo "sam build: ok (.aws-sam/build)"
 
 unit: setup ## Unit tests (moto)
