@@ -1,15 +1,14 @@
 """PUT /boards/{boardId}: create a board, or confirm an existing one."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.put("/boards/<boardId>")
-def create_board(boardId: str) -> Response[str]:
+def create_board(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     request = validation.board_request(http.body(app), own_id=board_id)
     board, created = default_service().put_board(board_id, request)

@@ -1,15 +1,14 @@
 """GET /boards/{boardId}: one board."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.get("/boards/<boardId>")
-def get_board(boardId: str) -> Response[str]:
+def get_board(boardId: str) -> Response:
     board = default_service().get_board(http.path_board(app, boardId))
     return http.json_response(200, board.to_json())
 

@@ -1,16 +1,15 @@
 """GET /boards/{boardId}/members/{memberId}: one member; ``fresh=true`` adds the events
 logged since the last fold."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.get("/boards/<boardId>/members/<memberId>")
-def get_member(boardId: str, memberId: str) -> Response[str]:
+def get_member(boardId: str, memberId: str) -> Response:
     board_id = http.path_board(app, boardId)
     member_id = http.path_member(app, memberId)
     params = http.query(app)

@@ -1,15 +1,14 @@
 """GET /boards/{boardId}/members/{memberId}/rivals: the members this member follows."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.get("/boards/<boardId>/members/<memberId>/rivals")
-def get_rivals(boardId: str, memberId: str) -> Response[str]:
+def get_rivals(boardId: str, memberId: str) -> Response:
     rivals = default_service().get_rivals(http.path_board(app, boardId), http.path_member(app, memberId))
     return http.json_response(200, {"memberIds": rivals})
 

@@ -1,15 +1,14 @@
 """GET /boards: every board, a page at a time."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.get("/boards")
-def list_boards() -> Response[str]:
+def list_boards() -> Response:
     params = http.query(app)
     limit = validation.query_int(params, "limit", 50, 1, 100)
     page = default_service().list_boards(limit, params.get("cursor"))

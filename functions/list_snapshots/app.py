@@ -1,15 +1,14 @@
 """GET /boards/{boardId}/snapshots: the board's scheduled snapshots, newest first."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, snapshots, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.get("/boards/<boardId>/snapshots")
-def list_snapshots(boardId: str) -> Response[str]:
+def list_snapshots(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     params = http.query(app)
     limit = validation.query_int(params, "limit", snapshots.DEFAULT_LIST_LIMIT, 1, snapshots.MAX_LIST_LIMIT)

@@ -1,15 +1,14 @@
 """POST /boards/{boardId}/events: log hot-counter events (inserts only), folded within seconds."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.post("/boards/<boardId>/events")
-def log_events(boardId: str) -> Response[str]:
+def log_events(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     requests = validation.events_request(http.body(app, required=True))
     return http.json_response(202, {"accepted": default_service().log_events(board_id, requests)})

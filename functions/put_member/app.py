@@ -1,15 +1,14 @@
 """PUT /boards/{boardId}/members/{memberId}: add a member, or replace its data or score."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.put("/boards/<boardId>/members/<memberId>")
-def put_member(boardId: str, memberId: str) -> Response[str]:
+def put_member(boardId: str, memberId: str) -> Response:
     board_id = http.path_board(app, boardId)
     member_id = http.path_member(app, memberId)
     request = validation.member_request(http.body(app))

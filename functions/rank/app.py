@@ -1,15 +1,14 @@
 """GET /boards/{boardId}/members/{memberId}/rank: one member's position."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.get("/boards/<boardId>/members/<memberId>/rank")
-def rank(boardId: str, memberId: str) -> Response[str]:
+def rank(boardId: str, memberId: str) -> Response:
     params = http.query(app)
     consistent = validation.query_bool(params, "consistent")  # count the index, not the buckets
     board_id, member_id = http.path_board(app, boardId), http.path_member(app, memberId)

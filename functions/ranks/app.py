@@ -1,15 +1,14 @@
 """POST /boards/{boardId}/ranks: several members' board-wide ranks (a friends leaderboard)."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.post("/boards/<boardId>/ranks")
-def ranks(boardId: str) -> Response[str]:
+def ranks(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     member_ids = validation.member_ids(http.body(app, required=True))
     entries = default_service().ranks(board_id, member_ids, http.query(app).get("period"))

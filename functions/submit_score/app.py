@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from podium import http, idempotency, numbers, validation
+from podium.http import Response
 from podium.log import metrics
 from podium.service import default_service
 
@@ -13,7 +13,7 @@ app = http.create_app()
 
 
 @app.post("/boards/<boardId>/members/<memberId>/score")
-def submit_score(boardId: str, memberId: str) -> Response[str]:
+def submit_score(boardId: str, memberId: str) -> Response:
     board_id = http.path_board(app, boardId)
     member_id = http.path_member(app, memberId)
     value = validation.score_value(http.body(app, required=True))

@@ -1,15 +1,14 @@
 """GET /boards/{boardId}/top: the leaderboard, a page at a time."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from podium import http, validation
+from podium.http import Response
 from podium.service import default_service
 
 app = http.create_app()
 
 
 @app.get("/boards/<boardId>/top")
-def top(boardId: str) -> Response[str]:
+def top(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     params = http.query(app)
     limit = validation.query_int(params, "limit", 10, 1, validation.MAX_TOP_LIMIT)

@@ -78,6 +78,15 @@ def test_importing_the_handlers_loads_neither_pydantic_nor_the_xray_sdk(loaded: 
     assert not [name for name in modules if name.split(".")[0] in {"pydantic", "aws_xray_sdk"}]
 
 
+def test_importing_the_handlers_leaves_out_powertools_event_handler(loaded: dict[str, Any]) -> None:
+    # Given every function's handler module, each imported the way Lambda does it
+    # When we look at what the imports loaded
+    modules = loaded["modules"]
+    # Then podium.http's resolver served the routes: the package's __init__, which
+    # imports every resolver and event data class, never ran
+    assert "aws_lambda_powertools.event_handler" not in modules
+
+
 def test_importing_the_handlers_leaves_idempotency_to_the_first_keyed_request(loaded: dict[str, Any]) -> None:
     # Given every function's handler module, each imported the way Lambda does it
     # When we look at what the imports loaded

@@ -1,14 +1,24 @@
 """HTTP glue shared by every API function: the resolver, request parsing helpers, and
-the one place where domain errors become HTTP responses."""
+the one place where domain errors become HTTP responses.
+
+The resolver is ours, not Powertools' ``APIGatewayRestResolver``: importing anything
+from ``aws_lambda_powertools.event_handler`` runs that package's ``__init__``, which
+imports every resolver and every event data class, about half a bare ``import boto3``
+on each cold start (docs/cold-start.md). A function here serves the one route that API
+Gateway has already matched, so a resolver that reads the REST proxy event as the dict
+it is does the same job. It keeps the interface and the answers of the one it replaces:
+route decorators whose function gets the path's parameters as keyword arguments (taken
+from the raw ``path`` by the same pattern, so a handler decodes them as before),
+``current_event``, ``lambda_context``, and proxy results with ``multiValueHeaders``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import base64
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 from urllib.parse import unquote
-
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from podium import numbers, validation
 from podium.errors import PodiumError
@@ -16,46 +26,189 @@ from podium.log import logger, metrics
 
 JSON = "application/json"
 
+# A "<name>" segment of a route matches what Powertools' resolver matched: RFC 3986's
+# unreserved and sub-delimiter characters, "%" escapes and \w, but never "/".
+_PARAMETER = re.compile(r"<(\w+)>")
+_SEGMENT = r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]+"
 
-def json_response(status: int, body: Any) -> Response[str]:
+
+class Response:
+    """What a route answers: the status, the body as sent, and the headers."""
+
+    def __init__(
+        self,
+        status_code: int,
+        content_type: str | None = None,
+        body: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.status_code = status_code
+        self.body = body
+        self.headers: dict[str, str] = dict(headers or {})
+        if content_type:
+            self.headers.setdefault("Content-Type", content_type)
+
+    def to_proxy_result(self) -> dict[str, Any]:
+        """The REST proxy integration's result (API Gateway reads ``multiValueHeaders``)."""
+        return {
+            "statusCode": self.status_code,
+            "body": self.body,
+            "isBase64Encoded": False,
+            "multiValueHeaders": {name: [value] for name, value in self.headers.items()},
+        }
+
+
+class Headers(Mapping[str, str]):
+    """A request's headers, whose names HTTP compares without case."""
+
+    def __init__(self, raw: Mapping[str, str] | None) -> None:
+        self._values = {name.lower(): value for name, value in (raw or {}).items()}
+
+    def __getitem__(self, name: str) -> str:
+        return self._values[name.lower()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+class ProxyEvent:
+    """An API Gateway REST proxy event, read as the dict it is."""
+
+    def __init__(self, raw_event: Mapping[str, Any]) -> None:
+        self.raw_event = raw_event
+
+    @property
+    def path(self) -> str:
+        path: str = self.raw_event["path"]
+        return path
+
+    @property
+    def http_method(self) -> str:
+        method: str = self.raw_event["httpMethod"]
+        return method
+
+    @property
+    def headers(self) -> Headers:
+        return Headers(self.raw_event.get("headers"))
+
+    @property
+    def query_string_parameters(self) -> dict[str, str]:
+        return dict(self.raw_event.get("queryStringParameters") or {})
+
+    @property
+    def path_parameters(self) -> dict[str, str]:
+        """As API Gateway sends them; a route's keyword arguments come from ``path``."""
+        return dict(self.raw_event.get("pathParameters") or {})
+
+    @property
+    def is_base64_encoded(self) -> bool:
+        return bool(self.raw_event.get("isBase64Encoded"))
+
+    @property
+    def body(self) -> str | None:
+        body: str | None = self.raw_event.get("body")
+        return body
+
+    @property
+    def decoded_body(self) -> str | None:
+        body = self.body
+        if self.is_base64_encoded and body:
+            return base64.b64decode(body.encode()).decode()
+        return body
+
+
+RouteFunction = TypeVar("RouteFunction", bound=Callable[..., Response])
+
+
+def route_pattern(rule: str) -> re.Pattern[str]:
+    """``/boards/<boardId>`` as a pattern with a named group per parameter; trailing
+    slashes in the path are ignored, as API Gateway's REST resolver did."""
+    body = _PARAMETER.sub(lambda found: f"(?P<{found.group(1)}>{_SEGMENT})", rule.rstrip("/"))
+    return re.compile(f"^{body}/*$")
+
+
+class Resolver:
+    """Calls the route that matches a REST proxy event, and turns what it raises into
+    the error response (``answer_error``)."""
+
+    current_event: ProxyEvent
+    lambda_context: Any
+
+    def __init__(self) -> None:
+        self._routes: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = []
+
+    def route(self, rule: str, method: str) -> Callable[[RouteFunction], RouteFunction]:
+        def register(function: RouteFunction) -> RouteFunction:
+            self._routes.append((method.upper(), route_pattern(rule), function))
+            return function
+
+        return register
+
+    def get(self, rule: str) -> Callable[[RouteFunction], RouteFunction]:
+        return self.route(rule, "GET")
+
+    def put(self, rule: str) -> Callable[[RouteFunction], RouteFunction]:
+        return self.route(rule, "PUT")
+
+    def post(self, rule: str) -> Callable[[RouteFunction], RouteFunction]:
+        return self.route(rule, "POST")
+
+    def delete(self, rule: str) -> Callable[[RouteFunction], RouteFunction]:
+        return self.route(rule, "DELETE")
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        self.current_event = ProxyEvent(event)
+        self.lambda_context = context
+        method = self.current_event.http_method.upper()
+        path = self.current_event.path
+        try:
+            response = self._call_route(method, path)
+        except Exception as error:  # every failure answers, in the one place below
+            response = answer_error(error)
+        return response.to_proxy_result()
+
+    def _call_route(self, method: str, path: str) -> Response:
+        for route_method, pattern, function in self._routes:
+            found = pattern.match(path) if route_method == method else None
+            if found:
+                return function(**found.groupdict())
+        return error_response(404, "NotFound", f"no route for {self.current_event.http_method} {path}")
+
+
+def json_response(status: int, body: Any) -> Response:
     return Response(status_code=status, content_type=JSON, body=numbers.dumps(body))
 
 
-def no_content() -> Response[str]:
+def no_content() -> Response:
     return Response(status_code=204, content_type=None, body="")
 
 
-def error_response(status: int, code: str, message: str) -> Response[str]:
+def error_response(status: int, code: str, message: str) -> Response:
     return json_response(status, {"code": code, "message": message})
 
 
-def create_app() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver()
-
-    @app.exception_handler(PodiumError)  # type: ignore[untyped-decorator]
-    def domain_error(error: PodiumError) -> Response[str]:
+def answer_error(error: Exception) -> Response:
+    """The one place where an error becomes an HTTP response: a domain error answers its
+    own status and code; anything else is a 500 that says nothing about our internals."""
+    if isinstance(error, PodiumError):
         if error.status >= 500:
             logger.exception("request failed")
         return error_response(error.status, error.code, error.message)
+    logger.exception("unhandled error")
+    return error_response(500, "InternalError", "the request failed on our side; it changed nothing")
 
-    @app.not_found
-    def route_not_found(_: NotFoundError) -> Response[str]:
-        path = app.current_event.path
-        method = app.current_event.http_method
-        return error_response(404, "NotFound", f"no route for {method} {path}")
 
-    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
-    def unexpected(_: Exception) -> Response[str]:
-        logger.exception("unhandled error")
-        return error_response(500, "InternalError", "the request failed on our side; it changed nothing")
-
-    return app
+def create_app() -> Resolver:
+    return Resolver()
 
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-def entrypoint(app: APIGatewayRestResolver, *, with_metrics: bool = False) -> LambdaHandler:
+def entrypoint(app: Resolver, *, with_metrics: bool = False) -> LambdaHandler:
     """The function's handler: structured logs with the Lambda context, and (for the
     functions that publish metrics) a flush of the metrics after each invocation."""
 
@@ -68,19 +221,19 @@ def entrypoint(app: APIGatewayRestResolver, *, with_metrics: bool = False) -> La
     return logger.inject_lambda_context(handler, clear_state=True)
 
 
-def path_board(app: APIGatewayRestResolver, raw: str) -> str:
+def path_board(app: Resolver, raw: str) -> str:
     return validation.board_id(unquote(raw))
 
 
-def path_member(app: APIGatewayRestResolver, raw: str) -> str:
+def path_member(app: Resolver, raw: str) -> str:
     return validation.member_id(unquote(raw))
 
 
-def body(app: APIGatewayRestResolver, *, required: bool = False) -> dict[str, Any]:
+def body(app: Resolver, *, required: bool = False) -> dict[str, Any]:
     event = app.current_event
     text = event.decoded_body if event.is_base64_encoded else event.body
     return validation.json_object(text, required=required)
 
 
-def query(app: APIGatewayRestResolver) -> dict[str, str]:
+def query(app: Resolver) -> dict[str, str]:
     return dict(app.current_event.query_string_parameters or {})
