@@ -1,0 +1,49 @@
+"""The stream consumers' batch shape: failures reported per record, by sequence number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from podium.streaming import BatchFailed, stream_entrypoint
+
+
+class Context:
+    function_name = "TestFunction"
+    memory_limit_in_mb = 128
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:TestFunction"
+    aws_request_id = "request-1"
+
+
+def _record(number: int) -> dict[str, Any]:
+    return {"eventID": f"e{number}", "dynamodb": {"SequenceNumber": f"{number:05d}"}}
+
+
+def test_the_records_that_raise_are_reported_and_the_others_applied() -> None:
+    # Given a consumer that fails on e2, and batch work that failed on e4
+    applied: list[str] = []
+
+    def apply(record: dict[str, Any]) -> None:
+        if record["eventID"] == "e2":
+            raise ValueError("poison")
+        applied.append(record["eventID"])
+
+    handler = stream_entrypoint(apply, metric="Test", prepare=lambda records: {"e4"})
+
+    # When a batch of five arrives
+    answer = handler({"Records": [_record(n) for n in range(1, 6)]}, Context())
+
+    # Then the others were applied and the two failures reported by sequence number
+    assert applied == ["e1", "e3", "e5"]
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "00002"}, {"itemIdentifier": "00004"}]}
+
+
+def test_a_batch_whose_every_record_fails_raises_so_lambda_retries_it() -> None:
+    def apply(record: dict[str, Any]) -> None:
+        raise ValueError("down")
+
+    handler = stream_entrypoint(apply, metric="Test")
+    with pytest.raises(BatchFailed):
+        handler({"Records": [_record(1), _record(2)]}, Context())
+    assert handler({"Records": []}, Context()) == {"batchItemFailures": []}
