@@ -1,19 +1,27 @@
 """Cold start: what importing each function's handler costs, next to a bare ``import boto3``.
 
 Lambda imports ``app`` from the function's directory with the layer on ``sys.path``,
-from files it cannot write to: ``sam build`` ships the function and the layer as source
-(no ``.pyc``), so every cold start compiles them, and nothing it compiles is kept. The
-runtime's own boto3 comes compiled. This measures exactly that: each function and the
-layer (``podium`` and the layer's requirements, as source) are staged in a temporary
-directory like ``/var/task`` and ``/opt/python``, and a fresh ``python -B`` times
-``import app`` there (the handler attribute must exist), while boto3 comes compiled from
-the venv. The bare ``import boto3`` runs in the same kind of process, and the runs are
-interleaved in a shuffled order, so the machine's noise hits every target alike.
+from files it cannot write to, so whatever ships as source alone is compiled at every
+cold start and nothing it compiles is kept. The runtime's own boto3 comes compiled. Each
+function and the layer are staged in a temporary directory like ``/var/task`` and
+``/opt/python``, and a fresh ``python -B`` times ``import app`` there (the handler
+attribute must exist), while boto3 comes compiled from the venv. The bare ``import boto3``
+runs in the same kind of process, and the runs are interleaved in a shuffled order, so the
+machine's noise hits every target alike.
 
-    python -m bench.coldstart [--repeats 15] [--bytecode]
+What is staged (``--layout``):
 
-``--bytecode`` compiles the staged function and layer first, to show what shipping
-``.pyc`` files would save.
+- ``build``: what ``sam build`` wrote to ``.aws-sam/build``, as it is deployed: the
+  layer with its ``.pyc`` (layers/podium/Makefile), the functions as source;
+- ``source``: the repository's source, the layer being ``podium`` and the layer's
+  requirements as installed in this venv, no ``.pyc`` anywhere;
+- ``auto`` (the default): ``build`` if ``.aws-sam/build`` holds the layer and every
+  function and is newer than their sources, else ``source``.
+
+    python -m bench.coldstart [--repeats 15] [--bytecode] [--layout auto|build|source]
+
+``--bytecode`` compiles whatever staged source has no ``.pyc`` yet (hash-checked), to show
+what shipping ``.pyc`` for it would save.
 """
 
 from __future__ import annotations
@@ -36,6 +44,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS = ROOT / "functions"
 LAYER = ROOT / "layers" / "podium"
+TEMPLATE = ROOT / "template.yaml"
+SAM_BUILD = ROOT / ".aws-sam" / "build"
+LAYER_ID = "PodiumLayer"
 BOTO3 = "boto3"
 
 # What Lambda and template.yaml's Globals put in the environment (the values are made up).
@@ -115,8 +126,57 @@ def layer_distributions() -> list[metadata.Distribution]:
     return list(found.values())
 
 
-def stage(into: Path, bytecode: bool) -> Path:
+def built_functions() -> dict[str, Path]:
+    """Each function's directory in ``sam build``'s output, by the name of its source directory."""
+    from devstack.template import load
+
+    built = {}
+    for logical_id, resource in load(TEMPLATE)["Resources"].items():
+        code_uri = resource.get("Properties", {}).get("CodeUri")
+        if resource.get("Type") == "AWS::Serverless::Function" and isinstance(code_uri, str):
+            built[Path(code_uri).name] = SAM_BUILD / logical_id
+    return built
+
+
+def build_is_current() -> bool:
+    """``sam build``'s output holds the layer and every function, and no source is newer."""
+    built = built_functions()
+    layer = SAM_BUILD / LAYER_ID / "python"
+    if not layer.is_dir() or any(not built.get(name, SAM_BUILD / "-").is_dir() for name in function_names()):
+        return False
+    sources = [*LAYER.rglob("*.py"), LAYER / "requirements.txt", LAYER / "Makefile", TEMPLATE]
+    sources += FUNCTIONS.rglob("*.py")
+    newest = max(path.stat().st_mtime for path in sources if path.exists())
+    return newest <= (SAM_BUILD.parent / "build.toml").stat().st_mtime
+
+
+def choose_layout(layout: str) -> str:
+    if layout == "auto":
+        return "build" if build_is_current() else "source"
+    if layout == "build" and not build_is_current():
+        raise SystemExit(f"{SAM_BUILD} is missing or older than the source: run `make build` first")
+    return layout
+
+
+def stage_build(into: Path, bytecode: bool) -> Path:
+    """The same layout as ``stage``, copied from ``sam build``'s output."""
+    layer = into / "opt" / "python"
+    shutil.copytree(SAM_BUILD / LAYER_ID / "python", layer)
+    built = built_functions()
+    for name in function_names():
+        shutil.copytree(built[name], into / "task" / name)
+    if bytecode:
+        # The layer is built compiled; compileall would replace its .pyc with its own kind.
+        compileall.compile_dir(
+            into / "task", quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH
+        )
+    return layer
+
+
+def stage(into: Path, bytecode: bool, layout: str = "source") -> Path:
     """``into/opt/python`` as the layer, ``into/task/<name>`` as each function; returns ``opt/python``."""
+    if layout == "build":
+        return stage_build(into, bytecode)
     layer = into / "opt" / "python"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(LAYER / "podium", layer / "podium", ignore=ignore)
@@ -157,12 +217,14 @@ def run(code: str, cwd: Path, env: dict[str, str]) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def measure(repeats: int = 15, bytecode: bool = False) -> dict[str, Any]:
+def measure(repeats: int = 15, bytecode: bool = False, layout: str = "auto") -> dict[str, Any]:
     """Median (and fastest) import time in seconds of ``import boto3`` and of each function's
-    ``app``, the ratio of each to boto3's, the largest ratio, and what each import left behind."""
+    ``app``, the ratio of each to boto3's, the largest ratio, and what each import left behind.
+    ``layout`` is ``auto``, ``build`` or ``source`` (see the module's docstring)."""
+    layout = choose_layout(layout)
     with tempfile.TemporaryDirectory(prefix="podium-coldstart-") as scratch:
         root = Path(scratch)
-        layer = stage(root, bytecode)
+        layer = stage(root, bytecode, layout)
         names = function_names()
         targets = [BOTO3, *names]
         envs = {name: environment(layer, root / "task" / name) for name in names}
@@ -195,6 +257,7 @@ def measure(repeats: int = 15, bytecode: bool = False) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "repeats": repeats,
         "bytecode": bytecode,
+        "layout": layout,
         "boto3_seconds": medians[BOTO3],
         "boto3_fastest_seconds": fastest[BOTO3],
         "handlers": {
@@ -214,9 +277,14 @@ def measure(repeats: int = 15, bytecode: bool = False) -> dict[str, Any]:
 
 
 def table(result: dict[str, Any]) -> str:
+    if result.get("layout") == "build":
+        staged = "`sam build` output: layer with its .pyc, functions " + (
+            "compiled here" if result["bytecode"] else "as source"
+        )
+    else:
+        staged = f"source, {'with' if result['bytecode'] else 'without'} .pyc for the function and layer"
     lines = [
-        f"Python {result['python']}, {result['repeats']} fresh processes each, "
-        f"{'with' if result['bytecode'] else 'without'} .pyc for the function and layer",
+        f"Python {result['python']}, {result['repeats']} fresh processes each, {staged}",
         "",
         "| import | median ms | x boto3 | fastest ms | x boto3 | clients | sessions | heavy modules |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
@@ -243,10 +311,18 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--bytecode", action="store_true", help="compile the function and layer first")
+    parser.add_argument(
+        "--bytecode", action="store_true", help="compile the staged source that has no .pyc first"
+    )
+    parser.add_argument(
+        "--layout",
+        choices=("auto", "build", "source"),
+        default="auto",
+        help="stage sam build's output, the source, or the build if it is current (the default)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     args = parser.parse_args()
-    result = measure(args.repeats, args.bytecode)
+    result = measure(args.repeats, args.bytecode, args.layout)
     print(json.dumps(result, indent=2) if args.json else table(result))
 
 
