@@ -80,6 +80,6 @@ $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-bench.txt
 	touch $@
 
-bench: setup $(VENV)/.bench-installed ## Measure items, RCU/WCU, rounds and latency of each access pattern on DynamoDB Local, next to Redis; writes docs/benchmarks.md (QUICK=1: a 2-minute smoke run into bench-data/quick/)
+bench: setup build $(VENV)/.bench-installed ## Measure items, RCU/WCU, rounds and latency of each access pattern on DynamoDB Local, next to Redis; writes docs/benchmarks.md (QUICK=1: a 2-minute smoke run into bench-data/quick/)
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	$(PY) -m bench $(if $(QUICK),--quick,)

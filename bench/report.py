@@ -275,10 +275,12 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "## How to run",
         "",
         "```bash",
-        "make bench                          # the full run, about 45 minutes; writes this page",
+        "make bench                          # the full run, about 30 minutes; writes this page",
         "make bench QUICK=1                  # a smoke run in about 2 minutes, written to bench-data/quick/",
         "BENCH_MAX_MEMBERS=100000 make bench # stop growing the boards at 100,000 members",
         "BENCH_BUDGET_S=300 make bench       # seconds of loading before growth stops (600 by default)",
+        "BENCH_BIG_MEMBERS=300000 make bench # the one big board's size (1,000,000 by default; 0: none)",
+        "python -m bench --coldstart-only    # measure cold start again into the last results, rewrite",
         "```",
         "",
         "`make bench` installs what it needs: the packages of `requirements-bench.txt` into `.venv`, and "
