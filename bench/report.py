@@ -29,6 +29,9 @@ def _largest(results: dict[str, Any]) -> int:
     return max((row["size"] for row in results["rows"]), default=0)
 
 
+DEPTH_ORDER = (("top", 0), ("1%", 1), ("10%", 2), ("50%", 3), ("90%", 4), ("last", 5))
+
+
 def _shown_sizes(results: dict[str, Any]) -> list[int]:
     """The largest size measured on every shard count, and the big board's size."""
     counts = set(results["plan"]["shards"])
@@ -142,11 +145,11 @@ def plot(results: dict[str, Any], images: Path) -> list[str]:
     plt.close(figure)
 
     # 2. RCU of a rank against the member's depth, at the largest size.
-    depths = [
-        row["depth"] for row in _rows(results, pattern="rank", variant="naive", size=size, shards=shards[0])
-    ]
+    depths = [d for d, _ in DEPTH_ORDER if _rows(results, pattern="rank", size=size, depth=d)]
     figure, axis = plt.subplots(figsize=(8, 4.5))
     for count in shards:
+        if not _rows(results, pattern="rank", size=size, shards=count):
+            continue
         for variant in ("naive", "service"):
             values = [
                 (row or {}).get("rcu", math.nan)
