@@ -19,7 +19,7 @@ export SAM_CLI_DISABLE_VERSION_CHECK := 1
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements-dev.txt layers/podium/requirements.txt
+$(VENV)/.installed: requirements-dev.txt requirements-bench.txt layers/podium/requirements.txt
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3; \
 	  test -x $(PY) || $${PYTHON:-python3} -m venv $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
