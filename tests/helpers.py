@@ -45,6 +45,11 @@ def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 
             time.sleep(interval)
 
 
+def assert_equal(actual: object, expected: object) -> None:
+    """An assertion as a call, for ``eventually(lambda: assert_equal(read(), expected))``."""
+    assert actual == expected
+
+
 def stream_records(client: Any, endpoint: str, table: str) -> list[dict[str, Any]]:
     """Every record on the table's stream, as the Lambda event source mapping delivers them."""
     import boto3

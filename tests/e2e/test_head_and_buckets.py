@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from podium import numbers
-from tests.helpers import decimal_json, eventually, unique_id
+from tests.helpers import assert_equal, decimal_json, eventually, unique_id
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +43,7 @@ def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_in
     def expected(limit: int) -> list[tuple[str, Decimal]]:
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
-    eventually(lambda: _assert_equal(first_page("limit=10"), expected(10)), timeout=10)
+    eventually(lambda: assert_equal(first_page("limit=10"), expected(10)), timeout=10)
 
     # When a member jumps to the lead
     scores["p00"] = Decimal(500)
@@ -51,7 +51,7 @@ def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_in
 
     # Then the index shows it at once, and the head within seconds
     assert first_page("limit=10&consistent=true") == expected(10)
-    eventually(lambda: _assert_equal(first_page("limit=10"), expected(10)), timeout=10)
+    eventually(lambda: assert_equal(first_page("limit=10"), expected(10)), timeout=10)
     # and a cursor from a head page continues in the index without a gap
     head_page = _call("GET", f"{base}/top?limit=7")
     rest = _call("GET", f"{base}/top?limit=100&cursor={head_page['nextCursor']}")
@@ -66,7 +66,7 @@ def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_in
         index = _call("GET", f"{base}/members/{member}/rank?consistent=true")
         assert (rank["rank"], rank["score"]) == (index["rank"], index["score"])
         assert rank["rank"] == 1 + sum(1 for s in scores.values() if s > scores[member])
-    eventually(lambda: _assert_equal(_call("GET", f"{base}/members/p00/rank")["total"], 30), timeout=20)
+    eventually(lambda: assert_equal(_call("GET", f"{base}/members/p00/rank")["total"], 30), timeout=20)
 
 
 def test_consistent_must_be_true_or_false(stack_url: str) -> None:
@@ -76,7 +76,3 @@ def test_consistent_must_be_true_or_false(stack_url: str) -> None:
         response = requests.get(f"{stack_url}/boards/{board}/{path}?consistent=yes", timeout=TIMEOUT)
         assert response.status_code == 400
         assert "consistent" in response.json()["message"]
-
-
-def _assert_equal(actual: object, expected: object) -> None:
-    assert actual == expected
