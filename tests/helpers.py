@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import requests
+
+if TYPE_CHECKING:
+    from podium.service import LeaderboardService
 
 T = TypeVar("T")
 
@@ -70,3 +74,46 @@ def stream_records(client: Any, endpoint: str, table: str) -> list[dict[str, Any
                 break
             iterator = response.get("NextShardIterator")
     return records
+
+
+@contextmanager
+def small_head() -> Iterator[None]:
+    """A board head of 8 keys (pages of up to 6) and a ladder every 4 positions down to 40,
+    so that boards of a few dozen members have both, and their ladders wear out quickly."""
+    from unittest.mock import patch
+
+    from podium import head
+
+    with (
+        patch.object(head, "CAPACITY", 8),
+        patch.object(head, "SERVES_UP_TO", 6),
+        patch.object(head, "REFILL_BELOW", 7),
+        patch.object(head, "LADDER_STEP", 4),
+        patch.object(head, "LADDER_REACH", 40),
+        patch.object(head, "LADDER_MAX_GAP", 8),
+        patch.object(head, "LADDER_REREAD_AFTER", 60),
+    ):
+        yield
+
+
+def expected_listing(scores: dict[str, Decimal]) -> list[tuple[int, str, Decimal]]:
+    """Higher is better, ties share a rank and are listed by member id."""
+    ordered = sorted(scores, key=lambda m: (-scores[m], m))
+    return [(1 + sum(1 for s in scores.values() if s > scores[m]), m, scores[m]) for m in ordered]
+
+
+def walk(service: LeaderboardService, board: str, limit: int) -> tuple[list[tuple[int, str, Decimal]], int]:
+    """Every page of the listing, following nextCursor; and the most rounds a page took."""
+    entries: list[tuple[int, str, Decimal]] = []
+    cursor = None
+    most_rounds = 0
+    while True:
+        page = service.top(board, limit, cursor, with_data=False, consistent=True)
+        assert service.last_top_stats is not None
+        most_rounds = max(most_rounds, service.last_top_stats.rounds)
+        entries.extend((e.rank, e.member_id, e.score) for e in page.entries)
+        assert len(page.entries) <= limit
+        if page.next_cursor is None:
+            return entries, most_rounds
+        assert len(page.entries) == limit
+        cursor = page.next_cursor

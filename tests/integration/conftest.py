@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from podium.config import Settings
 from podium.service import LeaderboardService
 from podium.store import Store
+from tests.helpers import small_head
 
 pytestmark = pytest.mark.integration
 
@@ -33,3 +35,10 @@ def store(local_tables: Settings, dynamodb_client: Any) -> Store:
 @pytest.fixture
 def service(store: Store) -> LeaderboardService:
     return LeaderboardService(store, clock=TickingClock())
+
+
+@pytest.fixture
+def head_in_small_sizes() -> Iterator[None]:
+    """The head and ladder in small sizes (``tests.helpers.small_head``)."""
+    with small_head():
+        yield

@@ -19,7 +19,7 @@ from podium.errors import NotFound
 from podium.service import LeaderboardService
 from podium.store import Store
 from podium.validation import board_request, member_request
-from tests.helpers import unique_id
+from tests.helpers import expected_listing, unique_id, walk
 
 pytestmark = pytest.mark.integration
 
@@ -106,9 +106,11 @@ def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
     dynamodb_client: Any,
     dynamodb_endpoint: str,
     small_buckets: None,
+    head_in_small_sizes: None,
 ) -> None:
     # Given a board of 160 members on 3 shards whose scores change, some members leave,
     # and the stream is applied a random part at a time (some parts twice) while it goes on
+    # (the head holds 8 keys and its ladder reaches 40: both change all the time)
     rng = random.Random(5)
     clock = SteppingClock()
     service = LeaderboardService(store, clock=clock)
@@ -164,6 +166,12 @@ def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
         from_index = service.top(board, limit, None, False, consistent=True)
         assert from_head.entries == from_index.entries
         assert from_head.next_cursor == from_index.next_cursor
+    # and every page read from the index, steered by that head's ladder (whose counts the
+    # batches delivered twice have moved twice), is the sorted board
+    for limit in (3, 10):
+        entries, most_rounds = walk(service, board, limit)
+        assert entries == expected_listing(scores)
+        assert most_rounds <= 2
     # and ranks of several members at once, and a window around one, agree too
     friends = rng.sample(sorted(scores), 12)
     for entry in service.ranks(board, friends):

@@ -1,5 +1,6 @@
-"""``top`` reads the sharded index in one round most of the time and two at most, and its
-pages, walked by cursor to the end, are a plain sorted list of the board."""
+"""``top`` reads the sharded index in one round most of the time and two at most, steered
+by the board's head when it has one, and its pages, walked by cursor to the end, are a
+plain sorted list of the board."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from decimal import Decimal
 
 import pytest
 
+from podium import head
 from podium.keys import ALL_TIME, rank_partition_key, shard_of
 from podium.service import LeaderboardService
 from podium.validation import board_request, member_request
-from tests.helpers import unique_id
+from tests.helpers import expected_listing, unique_id, walk
 
 pytestmark = pytest.mark.integration
 
@@ -21,29 +23,6 @@ def make_board(service: LeaderboardService, shards: int, scores: dict[str, Decim
     for member, score in scores.items():
         service.put_member(board, member, member_request({"score": score}))
     return board
-
-
-def expected_listing(scores: dict[str, Decimal]) -> list[tuple[int, str, Decimal]]:
-    """Higher is better, ties share a rank and are listed by member id."""
-    ordered = sorted(scores, key=lambda m: (-scores[m], m))
-    return [(1 + sum(1 for s in scores.values() if s > scores[m]), m, scores[m]) for m in ordered]
-
-
-def walk(service: LeaderboardService, board: str, limit: int) -> tuple[list[tuple[int, str, Decimal]], int]:
-    """Every page of the listing, following nextCursor; and the most rounds a page took."""
-    entries: list[tuple[int, str, Decimal]] = []
-    cursor = None
-    most_rounds = 0
-    while True:
-        page = service.top(board, limit, cursor, with_data=False, consistent=True)
-        assert service.last_top_stats is not None
-        most_rounds = max(most_rounds, service.last_top_stats.rounds)
-        entries.extend((e.rank, e.member_id, e.score) for e in page.entries)
-        assert len(page.entries) <= limit
-        if page.next_cursor is None:
-            return entries, most_rounds
-        assert len(page.entries) == limit
-        cursor = page.next_cursor
 
 
 @pytest.mark.parametrize(
@@ -98,3 +77,66 @@ def test_index_keys_between_two_keys_excludes_both(service: LeaderboardService) 
     assert service.store.index_keys(partition, after=keys[2], below=keys[8], limit=2) == keys[3:5]
     assert service.store.index_keys(partition, after=keys[2], below=keys[8], limit=5) == keys[3:8]
     assert service.store.index_keys(partition, below=keys[4], limit=10) == keys[:4]
+
+
+def test_reads_steered_by_the_head_take_one_round_and_the_keys_they_need(
+    service: LeaderboardService, head_in_small_sizes: None
+) -> None:
+    # Given 120 members on 10 shards, whose head (8 keys) and ladder (every 4th position
+    # down to 40) were read from the index
+    scores = {f"h{i:03d}": Decimal(i * 7 % 97) / 2 for i in range(120)}
+    board = make_board(service, 10, scores)
+    service.rebuild_rank_structures(board)
+    listing = expected_listing(scores)
+    limit = 5
+    ladder = service.store.get_head(board, "all").ladder  # type: ignore[union-attr]
+    assert ladder is not None
+    # (a cursor past the head is placed within a ladder step)
+    reach = ladder.below[-1] - limit - head.margin(limit) - head.LADDER_STEP
+
+    # When the listing is walked from the index (consistent=true), 5 at a time
+    entries: list[tuple[int, str, Decimal]] = []
+    cursor = None
+    while True:
+        page = service.top(board, limit, cursor, with_data=False, consistent=True)
+        stats = service.last_top_stats
+        assert stats is not None
+        # Then every page within the ladder's reach takes one round of shard queries, and
+        # reads the page, the hint's margin and at most two ladder steps: not 10 pages
+        if len(entries) <= reach:
+            assert stats.rounds == 1, len(entries)
+            assert stats.items <= limit + head.margin(limit) + 2 * head.LADDER_STEP, len(entries)
+        entries.extend((e.rank, e.member_id, e.score) for e in page.entries)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    # And the pages are the sorted board
+    assert entries == listing
+
+
+def test_a_stale_head_steers_the_read_wrong_but_the_answer_stays_exact(
+    service: LeaderboardService, head_in_small_sizes: None
+) -> None:
+    # Given a board whose head and ladder were read from the index
+    scores = {f"s{i:03d}": Decimal(i) for i in range(90)}
+    board = make_board(service, 6, scores)
+    service.rebuild_rank_structures(board)
+
+    # When the best members leave, others climb past them and newcomers arrive, and no
+    # stream consumer tells the head
+    for index in range(70, 90):
+        service.delete_member(board, f"s{index:03d}")
+        del scores[f"s{index:03d}"]
+    for index in range(0, 60, 6):
+        scores[f"s{index:03d}"] = Decimal(1000 + index)
+        service.put_member(board, f"s{index:03d}", member_request({"score": Decimal(1000 + index)}))
+    for index in range(15):
+        scores[f"new{index:02d}"] = Decimal(30 + 3 * index)
+        service.put_member(board, f"new{index:02d}", member_request({"score": scores[f"new{index:02d}"]}))
+
+    # Then every page read from the index, with the stale head's hints, is exact, in two
+    # rounds at most
+    for limit in (1, 4, 11, 30):
+        entries, most_rounds = walk(service, board, limit)
+        assert entries == expected_listing(scores), limit
+        assert most_rounds <= 2

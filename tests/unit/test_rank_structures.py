@@ -88,18 +88,17 @@ def test_the_head_after_any_changes_is_the_start_of_the_sorted_board(
         return f"{score:04d}#m{member:02d}"
 
     board = {m: key(m, m * 7 % 50) for m in range(initial)}
-    current = head.from_index(sorted(board.values())[: head.CAPACITY + 1], member_of_key)
+    current = head.from_index(sorted(board.values())[: head.LADDER_REACH + 1], member_of_key)
 
     # When members change or leave one at a time, the head refilling when it runs short
     for member, score in changes:
         new = key(member, score) if score is not None else None
-        if new is None:
-            board.pop(member, None)
-        else:
+        old = board.pop(member, None)
+        if new is not None:
             board[member] = new
-        current = head.apply_change(current, f"m{member:02d}", new, member_of_key)
+        current = head.apply_change(current, f"m{member:02d}", old, new, member_of_key)
         if current.needs_refill:
-            current = head.from_index(sorted(board.values())[: head.CAPACITY + 1], member_of_key)
+            current = head.from_index(sorted(board.values())[: head.LADDER_REACH + 1], member_of_key)
 
     # Then the head is the board's best keys, and it answers a page only when it can
     ordered = sorted(board.values())

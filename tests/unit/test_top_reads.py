@@ -13,8 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from podium import head
+from podium.keys import member_of_key, shard_of
 from podium.ranking import (
     ONE_ROUND_CONFIDENCE,
+    Hint,
     PageRequest,
     TopStats,
     binomial_tail,
@@ -22,6 +25,7 @@ from podium.ranking import (
     gather_top,
     max_load_probability,
 )
+from tests.helpers import small_head
 
 
 class Shards:
@@ -40,17 +44,24 @@ class Shards:
         return pages
 
 
-def random_board(rng: random.Random, members: int, shards: int) -> tuple[list[str], Shards]:
-    """Unique keys in random order, each on a uniformly random shard (a hash of the id)."""
-    keys = [f"{rng.getrandbits(48):012x}#{i}" for i in range(members)]
+def on_shards(keys: list[str], shards: int) -> Shards:
+    """The keys on the shards the service puts them on: a hash of the member id."""
     by_shard: list[list[str]] = [[] for _ in range(shards)]
     for key in keys:
-        by_shard[rng.randrange(shards)].append(key)
-    return sorted(keys), Shards(by_shard)
+        by_shard[shard_of(member_of_key(key), shards)].append(key)
+    return Shards(by_shard)
 
 
-def check_exact(listing: list[str], shards: Shards, count: int, after: str | None, limit: int) -> TopStats:
-    keys, stats = gather_top(shards.read, count, after, limit)
+def random_board(rng: random.Random, members: int, shards: int) -> tuple[list[str], Shards]:
+    """Unique keys with random scores, each on its member's shard."""
+    keys = [f"{rng.getrandbits(48):012x}#m{rng.getrandbits(40):x}-{i}" for i in range(members)]
+    return sorted(keys), on_shards(keys, shards)
+
+
+def check_exact(
+    listing: list[str], shards: Shards, count: int, after: str | None, limit: int, hint: Hint | None = None
+) -> TopStats:
+    keys, stats = gather_top(shards.read, count, after, limit, hint)
     rest = listing if after is None else listing[bisect.bisect_right(listing, after) :]
     assert keys[:limit] == rest[:limit]
     assert (len(keys) > limit) == (len(rest) > limit)
@@ -114,10 +125,11 @@ def test_one_shard_reads_one_more_than_the_page(limit: int) -> None:
     assert first_page_size(limit, 1) == limit + 1
 
 
-# Which of the brief's cases fit in 1.5·k + 2·shards items in one round at 95%. Past a
-# few keys per shard the largest share of the top outgrows 1.5 times the mean share:
-# (10,10) needs 5 per shard = 50 > 35; (10,50) 3 = 150 > 115; (100,10) 19 = 190 > 170;
-# (100,50) 8 = 400 > 250; (1000,50) 36 = 1800 > 1600.
+# Which of the brief's cases fit in 1.5·k + 2·shards items in one round at 95% with equal
+# first pages and nothing else to go on. Past a few keys per shard the largest share of
+# the top outgrows 1.5 times the mean share: (10,10) needs 5 per shard = 50 > 35; (10,50)
+# 3 = 150 > 115; (100,10) 19 = 190 > 170; (100,50) 8 = 400 > 250; (1000,50) 36 = 1800 >
+# 1600. That is why a read takes the head's hint (below: every case fits with it).
 FIRST_PAGES = {
     (10, 1): (11, True),
     (10, 10): (5, False),
@@ -196,3 +208,145 @@ def test_most_reads_take_one_round_and_few_items(limit: int, shards: int, expect
     page = first_page_size(limit, shards)
     # (a shard may now and then hold fewer keys than a page)
     assert 0.99 * shards * page <= items / trials <= shards * page + 0.1 * limit
+
+
+# -- reads steered by the head's hint ---------------------------------------------------
+
+keys_and_members = st.tuples(st.integers(0, 2**16), st.integers(0, 400)).map(lambda t: f"{t[0]:05d}#m{t[1]}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    members=st.integers(0, 80),
+    shards=st.integers(1, 12),
+    limit=st.integers(1, 40),
+    skip=st.integers(0, 90),
+    seed=st.integers(0, 2**32 - 1),
+    below=st.one_of(st.none(), st.integers(0, 90), keys_and_members),
+    expected=st.lists(keys_and_members, max_size=60),
+)
+def test_gather_top_is_exact_whatever_the_hint_says(
+    members: int, shards: int, limit: int, skip: int, seed: int, below: int | str | None, expected: list[str]
+) -> None:
+    # Given a board, a cursor, and a hint that may be right, stale or plain wrong (a bound
+    # anywhere, even before the cursor; keys expected that are not on the board)
+    listing, board = random_board(random.Random(seed), members, shards)
+    after = listing[skip - 1] if 0 < skip <= len(listing) else None
+    if isinstance(below, int):
+        below = listing[below] if below < len(listing) else None
+    hint = Hint(below, tuple(sorted(expected)))
+    # Then the read is exact, says whether more follows, and takes two rounds at most
+    check_exact(listing, board, shards, after, limit, hint)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    members=st.integers(0, 400),
+    changes=st.lists(
+        st.tuples(st.integers(0, 500), st.one_of(st.none(), st.integers(0, 2**16))), max_size=80
+    ),
+    shards=st.integers(2, 12),
+    limit=st.integers(1, 60),
+    skip=st.integers(0, 300),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_stale_head_still_gives_the_exact_top(
+    members: int, changes: list[tuple[int, int | None]], shards: int, limit: int, skip: int, seed: int
+) -> None:
+    # Given a head (with its ladder, in small sizes) read from a board that has changed since
+    rng = random.Random(seed)
+    board = {m: f"{rng.getrandbits(16):05d}#m{m}" for m in range(members)}
+    with small_head():
+        current = head.from_index(sorted(board.values())[: head.LADDER_REACH + 1], member_of_key)
+        for member, score in changes:
+            board.pop(member, None)
+            if score is not None:
+                board[member] = f"{score:05d}#m{member}"
+        listing = sorted(board.values())
+        after = listing[skip - 1] if 0 < skip <= len(listing) else None
+        # When the top after a cursor is read with the stale head's hint
+        hint = current.hint(after, limit)
+        # Then it is exact all the same
+        check_exact(listing, on_shards(listing, shards), shards, after, limit, hint)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    initial=st.integers(0, 80),
+    changes=st.lists(st.tuples(st.integers(0, 90), st.one_of(st.none(), st.integers(0, 99))), max_size=120),
+)
+def test_the_ladder_counts_the_keys_below_each_sample_as_changes_arrive(
+    initial: int, changes: list[tuple[int, int | None]]
+) -> None:
+    # Given a board and its head, read from the index
+    def key(member: int, score: int) -> str:
+        return f"{score:03d}#m{member:02d}"
+
+    board = {m: key(m, m * 7 % 100) for m in range(initial)}
+    with small_head():
+        current = head.from_index(sorted(board.values())[: head.LADDER_REACH + 1], member_of_key)
+        # When members arrive, move and leave, each change applied once, the head read
+        # again whenever it asks
+        for member, score in changes:
+            old = board.pop(member, None)
+            new = key(member, score) if score is not None else None
+            if new is not None:
+                board[member] = new
+            current = head.apply_change(current, f"m{member:02d}", old, new, member_of_key)
+            if current.needs_refill:
+                current = head.from_index(sorted(board.values())[: head.LADDER_REACH + 1], member_of_key)
+
+            # Then the head is the start of the board and each sample counts the keys below it
+            ordered = sorted(board.values())
+            assert current.keys == ordered[: len(current.keys)]
+            ladder = current.ladder
+            assert (ladder is None) == current.complete
+            if ladder is not None:
+                assert list(ladder.keys) == sorted(ladder.keys)
+                assert list(ladder.below) == [bisect.bisect_left(ordered, k) for k in ladder.keys]
+                assert ladder.total in (None, len(ordered))
+                # and a ladder still in use is fine enough to steer a read
+                assert not ladder.is_worn(len(current.keys))
+
+
+# The brief's cases: a top-k of every size on 1, 10 and 50 shards.
+BRIEF = [(k, s) for k in (10, 100, 1000) for s in (1, 10, 50)]
+
+
+@pytest.mark.parametrize(("limit", "shards"), BRIEF)
+def test_with_a_fresh_head_a_top_read_fits_the_budget_in_one_round(limit: int, shards: int) -> None:
+    # Given boards of 3,000 members whose head and ladder the stream has just written
+    rng = random.Random(limit * 100 + shards)
+    trials = 40
+    one_round = 0
+    most_items = 0
+    for _ in range(trials):
+        listing, board = random_board(rng, 3000, shards)
+        current = head.from_index(listing[: head.LADDER_REACH + 1], member_of_key)
+        # When the top is read exactly (consistent=true), steered by the head's hint
+        stats = check_exact(listing, board, shards, None, limit, current.hint(None, limit))
+        one_round += stats.rounds == 1
+        most_items = max(most_items, stats.items)
+    # Then no read takes more than 1.5·k + 2·shards items, the board and the head items
+    # (read together, before the shards) included, and 95% take one round of shard queries
+    assert most_items + 2 <= 1.5 * limit + 2 * shards
+    assert one_round >= 0.95 * trials
+
+
+@pytest.mark.parametrize("shards", [1, 10, 50])
+def test_with_a_fresh_head_pages_after_a_cursor_fit_the_budget(shards: int) -> None:
+    # Given a board of 3,000 members and a fresh head
+    rng = random.Random(shards)
+    listing, board = random_board(rng, 3000, shards)
+    current = head.from_index(listing[: head.LADDER_REACH + 1], member_of_key)
+    # When the listing is walked in pages of 100 as far as the ladder reaches
+    limit = 100
+    position = 0
+    assert current.ladder is not None
+    while position + limit + head.margin(limit) <= current.ladder.below[-1]:
+        after = listing[position - 1] if position else None
+        stats = check_exact(listing, board, shards, after, limit, current.hint(after, limit))
+        # Then each page fits the budget in one round
+        assert stats.items + 2 <= 1.5 * limit + 2 * shards, position
+        assert stats.rounds == 1, position
+        position += limit

@@ -65,6 +65,13 @@ def just_below(key: str) -> str:
     return key[:-1] + chr(ord(key[-1]) - 1) + "\U0010ffff"
 
 
+def just_above(key: str) -> str:
+    """A string above ``key`` with no index sort key between them, for an exclusive lower
+    end of a ``BETWEEN``: a key that sorts above ``key`` either differs from it at some
+    character or extends it, and every character of a sort key is above the space."""
+    return key + " "
+
+
 def locate(buckets: Sequence[Bucket], key: str) -> int:
     """The index of the bucket whose range holds ``key`` (buckets sorted by ``lo``, the
     first one starting below every key)."""

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 
-from podium.keys import RankOrder
+from podium.keys import RankOrder, member_of_key, shard_of
 from podium.models import IndexEntry, RankedEntry
 
 
@@ -82,6 +83,9 @@ def around_window(before: Sequence[str], after: Sequence[str], radius: int) -> t
 
 # How often the first round of a top read should be enough on its own.
 ONE_ROUND_CONFIDENCE = 0.95
+# The same with a hint: every shard's query stops at the hint's key anyway, so longer pages
+# cost nothing unless the hint is wrong, and a right hint then settles almost every read.
+HINTED_CONFIDENCE = 0.999
 # Above this many steps the page size keeps the union bound's cap (see first_page_size).
 EXACT_CHECK_BUDGET = 250_000
 
@@ -190,70 +194,117 @@ class TopStats:
     queries: int
 
 
+@dataclass(frozen=True)
+class Hint:
+    """What the board's head expects a top read to need (``podium.head``): ``below``, a key
+    with the ``limit`` keys sought and a margin between the cursor and it, or None when the
+    listing ends before that; and ``expected``, the keys the head knows in that span (their
+    members, hence their shards, are known). It may be stale: it only sizes the first round,
+    and ``gather_top`` is exact whatever it says."""
+
+    below: str | None
+    expected: tuple[str, ...] = ()
+
+
 PageReader = Callable[[Sequence[PageRequest]], Sequence[Sequence[str]]]
 
 
-def gather_top(read: PageReader, shards: int, after: str | None, limit: int) -> tuple[list[str], TopStats]:
+def first_round(shards: int, after: str | None, limit: int, hint: Hint | None = None) -> list[PageRequest]:
+    """The first round's page requests. Without a hint every shard is asked for
+    ``first_page_size(limit, shards)`` keys (one round is enough 95% of the time). With
+    one, every shard also stops at the hint's key, so the round reads about the keys the
+    head expects (``limit`` and a margin) instead of ``shards`` pages; the pages can then
+    be sized for 99.9%, and at least one longer than the head's keys on the shard, so a
+    head that is right settles almost every read in this round. A single shard needs no
+    hint: ``limit + 1`` keys settle it."""
+    usable = (
+        hint is not None
+        and shards > 1
+        and not (after is not None and hint.below is not None and hint.below <= after)
+    )
+    if hint is None or not usable:
+        page = first_page_size(limit, shards)
+        return [PageRequest(shard, after, None, page) for shard in range(shards)]
+    page = first_page_size(limit, shards, HINTED_CONFIDENCE)
+    on_shard = Counter(shard_of(member_of_key(key), shards) for key in hint.expected)
+    return [PageRequest(shard, after, hint.below, max(page, on_shard[shard] + 1)) for shard in range(shards)]
+
+
+def gather_top(
+    read: PageReader, shards: int, after: str | None, limit: int, hint: Hint | None = None
+) -> tuple[list[str], TopStats]:
     """The best ``limit`` keys after ``after`` over all shards, exactly, followed by one
     more key when the listing goes on (a witness that it does: not necessarily the next
     key); and what the read cost.
 
-    Round 1 reads ``first_page_size(limit, shards)`` keys of every shard. Then, with R the
-    keys received so far (sorted) and, for every shard still open, ``last`` its last key
-    received, ``c = #{x in R : x <= last}``:
+    Round 1 is ``first_round``: every shard's first page, stopping at the hint's key when
+    there is a hint. After each round, with R the keys received so far (sorted):
 
     * if ``|R| > limit``, ``need = limit`` and ``T = R[limit - 1]`` (the ``limit``-th best
-      received): an open shard with ``c < need`` is asked for up to ``need - c`` keys
-      after ``last`` and below ``T``;
-    * else ``need = limit + 1`` and nothing bounds the read (only the existence of one more
-      key is at stake beyond the best ``limit``): up to ``need - c`` keys after ``last``;
-    * a shard is closed when a read returns fewer keys than asked (it has none left, or
-      none below ``T``), or when ``c >= need``; rounds go on while a shard is open.
+      received); else ``need = limit + 1`` and ``T`` is None (only the existence of one
+      more key is at stake beyond the best ``limit``);
+    * a shard whose last read returned all it asked for is *full*; with ``last`` its last
+      key received and ``c = #{x in R : x <= last}``, it is asked for up to ``need - c``
+      keys after ``last`` (below ``T``), or closed when ``c >= need``;
+    * a shard whose last read stopped short of a bound ``b`` is *cut* there: it is closed
+      when ``T <= b``, else asked for up to ``need - #{x in R : x < b}`` keys after its
+      last key (below ``T``);
+    * a shard whose unbounded read came back short is exhausted, and closed.
 
     Exactness. Every shard's received keys are a prefix of its keys after ``after``, so
     an unreceived key ``x`` of shard ``i`` is worse than ``last_i``. At the end every shard
     is closed, for one of three reasons. (a) Exhausted: it has no unreceived key.
     (b) ``c_i >= need >= limit``: at least ``limit`` received keys are ``<= last_i < x``, so
-    ``x`` is not among the best ``limit``. (c) A short read below ``T`` (then ``|R| > limit``):
-    ``x >= T``, and ``x != T`` as ``T`` was received, so ``x`` is worse than the ``limit``
-    received keys up to ``T``; R only grows, so its ``limit``-th key only gets better and
-    this stays true. Hence every key of the true best ``limit`` is in R, and the best
-    ``limit`` of R are the answer. As for more: if ``|R| > limit`` more exist. Otherwise
-    no shard closed by (b) or (c), which need ``|R| > limit`` or ``c_i >= limit + 1 > |R|``
-    at closing time (R only grows), so every shard is exhausted and nothing follows.
+    ``x`` is not among the best ``limit``. (c) Cut at ``b`` with ``T <= b``: ``x >= b >= T``,
+    and ``x != T`` (T was received, from shard ``i`` itself after its cut, or from another
+    shard, and keys are unique), so ``x`` is worse than the ``limit`` received keys up to
+    ``T``; R only grows, so its ``limit``-th key only gets better and this stays true.
+    Hence every key of the true best ``limit`` is in R, and the best ``limit`` of R are the
+    answer. As for more: if ``|R| > limit`` more exist. Otherwise no shard closed by (b)
+    or (c), which need ``c_i >= limit + 1 > |R|`` or a ``T``, so every shard is exhausted
+    and nothing follows.
 
-    The number of keys asked is the fewest sound: the ``j``-th key after ``last_i`` has at
-    least ``c_i + j - 1`` received keys before it, so ``j <= need - c_i`` for it to matter.
-    Two rounds at most: a read after round 1 that returns all ``need - c_i`` keys it asked
-    for leaves ``c_i >= need`` (those keys plus the ``c_i`` before), so every shard read
-    in round 2 closes.
+    The number of keys asked is the fewest sound: the ``j``-th unreceived key of a full
+    shard has at least ``c_i + j - 1`` received keys before it, and that of a shard cut at
+    ``b`` every received key below ``b``, so ``j`` larger than asked cannot matter. Two
+    rounds at most: round 1's hint bound leaves every received key below it, so after
+    round 1 either ``T`` is below every cut (those shards close) or ``T`` is None; round 2
+    asks each open shard for everything that could still matter, and a read that returns
+    all it asked for leaves ``c_i >= need`` while a short one is exhausted or cut at the
+    round's ``T``, which only gets better; so every shard closes after round 2.
     """
-    page = first_page_size(limit, shards)
-    requests = [PageRequest(shard, after, None, page) for shard in range(shards)]
-    open_after: dict[int, str] = {}
+    requests = first_round(shards, after, limit, hint)
     received: list[str] = []
     items = rounds = queries = 0
     while requests:
         pages = read(requests)
         rounds += 1
         queries += len(requests)
+        full: list[tuple[int, str]] = []
+        cut: list[tuple[int, str | None, str]] = []
         for request, keys in zip(requests, pages, strict=True):
             items += len(keys)
             received.extend(keys)
-            if len(keys) < request.limit:
-                open_after.pop(request.shard, None)
-            else:
-                open_after[request.shard] = keys[-1]
+            last = keys[-1] if keys else request.after
+            if len(keys) >= request.limit:
+                assert last is not None
+                full.append((request.shard, last))
+            elif request.below is not None:
+                cut.append((request.shard, last, request.below))
         received.sort()
         if len(received) > limit:
             need, below = limit, received[limit - 1]
         else:
             need, below = limit + 1, None
         requests = []
-        for shard, last in sorted(open_after.items()):
+        for shard, last in full:
             room = need - bisect_right(received, last)
             if room > 0:
                 requests.append(PageRequest(shard, last, below, room))
-            else:
-                del open_after[shard]
+        for shard, cut_after, bound in cut:
+            if below is not None and below <= bound:
+                continue
+            room = need - bisect_left(received, bound)
+            if room > 0:
+                requests.append(PageRequest(shard, cut_after, below, room))
     return received[: limit + 1], TopStats(items=items, rounds=rounds, queries=queries)

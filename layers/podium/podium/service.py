@@ -16,7 +16,6 @@ from functools import cache
 from typing import Any
 
 from podium import buckets, clock, numbers, periods
-from podium import head as head_codec
 from podium.buckets import just_below
 from podium.errors import Conflict, NotFound, ValidationError
 from podium.keys import ALL_TIME, Cursor, RankOrder, rank_partition_key
@@ -33,6 +32,7 @@ from podium.models import (
     ScoreState,
 )
 from podium.ranking import (
+    Hint,
     TopStats,
     around_window,
     assign_ranks,
@@ -376,32 +376,38 @@ class LeaderboardService:
         consistent: bool = False,
     ) -> Page:
         """A page of the listing. A first page of up to 100 entries comes from the board's
-        head (one GetItem, kept by the stream, lagging writes by about a second) unless
-        ``consistent``; every other page, and a head that cannot answer, reads the index."""
-        from_head = not consistent and cursor_text is None and limit <= head_codec.SERVES_UP_TO
-        board, period, total, view = self._view(board_id, requested_period, head=from_head)
+        head (kept by the stream, lagging writes by about a second) unless ``consistent``.
+        Every other page, and a head that cannot answer, reads the index exactly, in as
+        few keys as the head's hint allows. The head is read in the same BatchGetItem as
+        the board either way."""
+        board, period, total, view = self._view(board_id, requested_period, head=True)
         settings = board.settings
         order = settings.rank_order
         scope = f"{board_id}#{period}"  # a cursor continues the listing it came from
         cursor = Cursor.decode(cursor_text, scope) if cursor_text is not None else None
         after = cursor.sort_key if cursor else None
-        served = view.head.page(limit) if view.head is not None else None
-        if served is not None:
-            head_keys, more = served
-            return self._page(board_id, order, head_keys, more, None, scope, with_data, total)
+        head = view.head
+        if head is not None and not consistent and cursor is None:
+            served = head.page(limit)
+            if served is not None:
+                head_keys, more = served
+                return self._page(board_id, order, head_keys, more, None, scope, with_data, total)
         partitions = self._partitions(board_id, settings, period)
-        keys = self._gather_top(partitions, after, limit)
+        hint = head.hint(after, limit) if head is not None else None
+        keys = self._gather_top(partitions, after, limit, hint)
         return self._page(board_id, order, keys[:limit], len(keys) > limit, cursor, scope, with_data, total)
 
-    def _gather_top(self, partitions: list[str], after: str | None, limit: int) -> list[str]:
+    def _gather_top(
+        self, partitions: list[str], after: str | None, limit: int, hint: Hint | None
+    ) -> list[str]:
         """The best ``limit`` index keys after ``after``, exactly, then one more key when
         the listing goes on (only its existence matters: it is not necessarily the next).
-        Reads about ``first_page_size(limit, shards)`` keys per shard, in one round of
-        parallel queries 95% of the time and two at most (``ranking.gather_top``); what
-        it cost is kept in ``last_top_stats``."""
+        Every shard's query stops at the head's hint, so a read costs about the keys it
+        needs, in one round of parallel queries at least 95% of the time and two at most
+        (``ranking.gather_top``); what it cost is kept in ``last_top_stats``."""
 
         read = self.store.page_reader(partitions)
-        keys, self.last_top_stats = gather_top(read, len(partitions), after, limit)
+        keys, self.last_top_stats = gather_top(read, len(partitions), after, limit, hint)
         return keys
 
     def _page(

@@ -34,7 +34,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from podium import head as head_codec
 from podium import numbers, periods
-from podium.buckets import BELOW_EVERY_KEY, Bucket
+from podium.buckets import BELOW_EVERY_KEY, Bucket, just_above, just_below
 from podium.config import Settings
 from podium.errors import Throttled
 from podium.head import Head
@@ -524,13 +524,12 @@ class Store:
         shard has no more in the range."""
         condition = "rpk = :p"
         values: dict[str, Any] = {":p": {"S": partition}}
-        # A key condition holds one range, and BETWEEN includes both ends: then ``after``
-        # itself is read too (one item more) and dropped, like ``below`` if reached.
-        bounded = after is not None and below is not None
-        if bounded:
+        if after is not None and below is not None:
+            # A key condition holds one range and BETWEEN includes both ends: bounds just
+            # inside the open range read neither ``after`` nor ``below`` themselves.
             condition += " AND rsk BETWEEN :k AND :b"
-            values[":k"] = {"S": after}
-            values[":b"] = {"S": below}
+            values[":k"] = {"S": just_above(after)}
+            values[":b"] = {"S": just_below(below)}
         elif after is not None:
             condition += " AND rsk > :k"
             values[":k"] = {"S": after}
@@ -549,17 +548,14 @@ class Store:
             "ScanIndexForward": before is None,
         }
         keys: list[str] = []
-        wanted = limit + 1 if bounded else limit
-        while len(keys) < wanted:
-            request["Limit"] = wanted - len(keys)
+        while len(keys) < limit:
+            request["Limit"] = limit - len(keys)
             with _translate_throttling():
                 response = self.client.query(**request)
             keys.extend(item["rsk"]["S"] for item in response.get("Items", []))
             if "LastEvaluatedKey" not in response:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        if bounded:
-            keys = [key for key in keys if key not in (after, below)][:limit]
         return keys
 
     def page_reader(self, partitions: Sequence[str]) -> Callable[[Sequence[PageRequest]], list[list[str]]]:
@@ -701,6 +697,11 @@ class Store:
             "c": {"BOOL": head.complete},
             "v": {"N": str(head.version + 1)},
         }
+        if head.ladder is not None:
+            item["l"] = {"B": head_codec.encode_ladder(head.ladder)}
+            item["ln"] = {"N": str(head.ladder.changes)}
+            if head.ladder.total is not None:
+                item["lt"] = {"N": str(head.ladder.total)}
         if expires is not None:
             item["ttl"] = {"N": str(expires)}
         condition: dict[str, Any] = (
@@ -1537,7 +1538,12 @@ def _head_key(board_id: str, period: str) -> dict[str, Any]:
 
 def _head_from_item(item: dict[str, Any]) -> Head:
     keys = head_codec.decode(bytes(item["k"]["B"]))
-    return Head(keys, bool(item["c"]["BOOL"]), int(item["v"]["N"]), {member_of_key(k): k for k in keys})
+    ladder = None
+    if "l" in item:
+        total = int(item["lt"]["N"]) if "lt" in item else None
+        ladder = head_codec.decode_ladder(bytes(item["l"]["B"]), total, int(item["ln"]["N"]))
+    members = {member_of_key(k): k for k in keys}
+    return Head(keys, bool(item["c"]["BOOL"]), int(item["v"]["N"]), members, ladder)
 
 
 def _bucket_key(board_id: str, period: str, lo: str) -> dict[str, Any]:

@@ -95,17 +95,19 @@ class Upkeep:
             else:
                 head = current
                 for change in changes:
-                    head = heads.apply_change(head, change.member_id, change.new_sort_key, member_of_key)
+                    head = heads.apply_change(
+                        head, change.member_id, change.old_sort_key, change.new_sort_key, member_of_key
+                    )
                 if head.needs_refill:
                     head = self.refilled(board_id, period, version=current.version)
-                if head.keys == current.keys and head.complete == current.complete:
+                if heads.same_content(head, current):
                     return
             if self.store.put_head(board_id, period, head, self._expires(board_id, period)):
                 return
         raise RuntimeError(f"the head of {board_id} is contended: retrying the batch")
 
     def refilled(self, board_id: str, period: str, version: int) -> heads.Head:
-        keys = self.index_head(board_id, period, heads.CAPACITY)
+        keys = self.index_head(board_id, period, heads.LADDER_REACH)
         return heads.from_index(keys, member_of_key, version)
 
     # -- the buckets: once per stream record ----------------------------------------------
@@ -255,7 +257,9 @@ class Upkeep:
         expires = self._expires(board_id, period)
         self.store.replace_buckets(board_id, period, layout, expires)
         current = self.store.get_head(board_id, period, consistent=True)
-        head = heads.from_index(keys[: heads.CAPACITY + 1], member_of_key, current.version if current else 0)
+        head = heads.from_index(
+            keys[: heads.LADDER_REACH + 1], member_of_key, current.version if current else 0
+        )
         if not self.store.put_head(board_id, period, head, expires):
             raise RuntimeError(f"the head of {board_id} changed during the rebuild")
         self._layouts.pop((board_id, period), None)
