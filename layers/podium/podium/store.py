@@ -43,6 +43,7 @@ from podium.models import Board, BoardSettings, LoggedEvent, Notification, Ranke
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef
 
     from podium.ranking import PageRequest
 
@@ -452,14 +453,7 @@ class Store:
             "ProjectionExpression": "sk",
             "ConsistentRead": True,
         }
-        keys: list[str] = []
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            keys.extend(item["sk"]["S"] for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                break
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        keys = [item["sk"]["S"] for item in self._query_items(request)]
         self._batch_write(
             [{"DeleteRequest": {"Key": {"pk": {"S": pk}, "sk": {"S": k}}}} for k in keys if k != "MEMBER"]
         )
@@ -594,41 +588,20 @@ class Store:
             "ExpressionAttributeValues": values,
             "Select": "COUNT",
         }
-        total = 0
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            total += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                return total
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return sum(int(response.get("Count", 0)) for response in self._query_pages(request))
 
     def keys_in_range(self, partition: str, lo: str, hi: str | None) -> list[str]:
         """Every sort key of one shard in ``[lo, hi]`` (``lo`` empty: from the first key;
         ``hi`` None: to the last), best first."""
         request = self._range_request(partition, lo, hi)
         request["ProjectionExpression"] = "rsk"
-        keys: list[str] = []
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            keys.extend(item["rsk"]["S"] for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                return keys
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return [item["rsk"]["S"] for item in self._query_items(request)]
 
     def count_range(self, partition: str, lo: str, hi: str | None) -> int:
         """COUNT one shard's entries in ``[lo, hi]`` (bounds as in ``keys_in_range``)."""
         request = self._range_request(partition, lo, hi)
         request["Select"] = "COUNT"
-        total = 0
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            total += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                return total
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return sum(int(response.get("Count", 0)) for response in self._query_pages(request))
 
     def _range_request(self, partition: str, lo: str, hi: str | None) -> dict[str, Any]:
         condition = "rpk = :p"
@@ -974,14 +947,7 @@ class Store:
             "ExpressionAttributeValues": {":p": {"S": f"F#{board_id}{SEPARATOR}{member_id}"}},
             "ProjectionExpression": "sk",
         }
-        found: list[str] = []
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            found.extend(item["sk"]["S"] for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                return found
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return [item["sk"]["S"] for item in self._query_items(request)]
 
     def follower_states(
         self, board_id: str, followers: Sequence[str], period: str
@@ -1351,16 +1317,7 @@ class Store:
                 "ExpressionAttributeValues": {":p": {"S": _event_pk(board_id, member_id, index)}},
                 "ConsistentRead": True,
             }
-            found: list[LoggedEvent] = []
-            while True:
-                with _translate_throttling():
-                    response = self.client.query(**request)
-                found.extend(
-                    _event_from_item(board_id, member_id, item) for item in response.get("Items", [])
-                )
-                if "LastEvaluatedKey" not in response:
-                    return found
-                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            return [_event_from_item(board_id, member_id, item) for item in self._query_items(request)]
 
         return [event for events in self.gather(bucket, list(range(EVENT_BUCKETS))) for event in events]
 
@@ -1471,6 +1428,23 @@ class Store:
                 return False
             raise
         return True
+
+    def _query_pages(self, request: dict[str, Any]) -> Iterator[QueryOutputTypeDef]:
+        """Each response of a query, following ``LastEvaluatedKey`` past the 1 MB page
+        limit. ``request`` is updated in place with the key to start from, so a caller
+        that reads a limited number of items may change its ``Limit`` between pages."""
+        while True:
+            with _translate_throttling():
+                response = self.client.query(**request)
+            yield response
+            if "LastEvaluatedKey" not in response:
+                return
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every item a query finds, over all its pages."""
+        for response in self._query_pages(request):
+            yield from response.get("Items", [])
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         for start in range(0, len(requests), 25):
