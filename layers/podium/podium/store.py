@@ -1011,37 +1011,8 @@ class Store:
         self, board_id: str, member_id: str, limit: int, before: str | None, now_s: int
     ) -> tuple[list[Notification], str | None]:
         """Newest first; items past their TTL that DynamoDB has not yet removed are skipped."""
-        condition = "pk = :p"
-        values: dict[str, Any] = {
-            ":p": {"S": f"N#{board_id}{SEPARATOR}{member_id}"},
-            ":now": {"N": str(now_s)},
-        }
-        if before is not None:
-            condition += " AND sk < :b"
-            values[":b"] = {"S": before}
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": condition,
-            "FilterExpression": "#ttl > :now",
-            "ExpressionAttributeNames": {"#ttl": "ttl"},
-            "ExpressionAttributeValues": values,
-            "ScanIndexForward": False,
-        }
-        found: list[tuple[str, Notification]] = []
-        more = False
-        while len(found) <= limit:
-            request["Limit"] = limit + 1 - len(found)
-            with _translate_throttling():
-                response = self.client.query(**request)
-            found.extend(
-                (item["sk"]["S"], _notification_from_item(item)) for item in response.get("Items", [])
-            )
-            if "LastEvaluatedKey" not in response:
-                break
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        more = len(found) > limit
-        page = found[:limit]
-        return [n for _, n in page], (page[-1][0] if more and page else None)
+        items, next_key = self._newest_first_page(f"N#{board_id}{SEPARATOR}{member_id}", limit, before, now_s)
+        return [_notification_from_item(item) for item in items], next_key
 
     # -- the leader -------------------------------------------------------------------
 
@@ -1371,34 +1342,9 @@ class Store:
         """A page of the board's snapshots, newest first, taken before ``before_sort_key``
         (None: from the newest), and the sort key to continue before (None at the end).
         Snapshots past their TTL that DynamoDB has not yet removed are skipped."""
-        condition = "pk = :p"
-        values: dict[str, Any] = {
-            ":p": {"S": f"S#{board_id}"},
-            ":now": {"N": str(int(time.time()) if now_s is None else now_s)},
-        }
-        if before_sort_key is not None:
-            condition += " AND sk < :b"
-            values[":b"] = {"S": before_sort_key}
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": condition,
-            "FilterExpression": "#ttl > :now",
-            "ExpressionAttributeNames": {"#ttl": "ttl"},
-            "ExpressionAttributeValues": values,
-            "ScanIndexForward": False,
-        }
-        found: list[dict[str, Any]] = []
-        while len(found) <= limit:
-            request["Limit"] = limit + 1 - len(found)
-            with _translate_throttling():
-                response = self.client.query(**request)
-            found.extend(response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                break
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        page = found[:limit]
-        next_key = page[-1]["sk"]["S"] if len(found) > limit and page else None
-        return [_snapshot_from_item(board_id, item) for item in page], next_key
+        now = int(time.time()) if now_s is None else now_s
+        items, next_key = self._newest_first_page(f"S#{board_id}", limit, before_sort_key, now)
+        return [_snapshot_from_item(board_id, item) for item in items], next_key
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -1440,6 +1386,37 @@ class Store:
             if "LastEvaluatedKey" not in response:
                 return
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _newest_first_page(
+        self, pk: str, limit: int, before: str | None, now_s: int
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Up to ``limit`` items of partition ``pk``, highest sort key first, below
+        ``before`` (None: from the highest), and the sort key to continue below (None at
+        the end). Items whose ``ttl`` is past ``now_s`` but that DynamoDB has not yet
+        removed are skipped. The filter applies after ``Limit``, so pages are read until
+        one item more than ``limit`` is found (there is a next page) or the partition ends."""
+        condition = "pk = :p"
+        values: dict[str, Any] = {":p": {"S": pk}, ":now": {"N": str(now_s)}}
+        if before is not None:
+            condition += " AND sk < :b"
+            values[":b"] = {"S": before}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": condition,
+            "FilterExpression": "#ttl > :now",
+            "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,
+            "Limit": limit + 1,
+        }
+        found: list[dict[str, Any]] = []
+        for response in self._query_pages(request):
+            found.extend(response.get("Items", []))
+            if len(found) > limit:
+                break
+            request["Limit"] = limit + 1 - len(found)
+        page = found[:limit]
+        return page, (page[-1]["sk"]["S"] if len(found) > limit and page else None)
 
     def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item a query finds, over all its pages."""
