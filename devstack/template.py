@@ -319,27 +319,31 @@ class Template:
 
     def topics(self) -> dict[str, dict[str, Any]]:
         """``sns.create_topic`` arguments for every SNS topic, keyed by logical id."""
-        topics = {}
-        for name, properties in self._of_type(TOPIC).items():
-            attributes = _attributes(properties, TOPIC_ATTRIBUTES)
-            suffix = ".fifo" if attributes.get("FifoTopic") == "true" else ""
-            request: dict[str, Any] = {"Name": f"{self.prefix}{name}{suffix}"}
-            if attributes:
-                request["Attributes"] = attributes
-            topics[name] = request
-        return topics
+        return self._create_requests(
+            TOPIC, TOPIC_ATTRIBUTES, name_argument="Name", fifo_attribute="FifoTopic"
+        )
 
     def queues(self) -> dict[str, dict[str, Any]]:
         """``sqs.create_queue`` arguments for every SQS queue, keyed by logical id."""
-        queues = {}
-        for name, properties in self._of_type(QUEUE).items():
-            attributes = _attributes(properties, QUEUE_ATTRIBUTES)
-            suffix = ".fifo" if attributes.get("FifoQueue") == "true" else ""
-            request: dict[str, Any] = {"QueueName": f"{self.prefix}{name}{suffix}"}
+        return self._create_requests(
+            QUEUE, QUEUE_ATTRIBUTES, name_argument="QueueName", fifo_attribute="FifoQueue"
+        )
+
+    def _create_requests(
+        self, kind: str, attribute_names: tuple[str, ...], *, name_argument: str, fifo_attribute: str
+    ) -> dict[str, dict[str, Any]]:
+        """The create call's arguments for every resource of ``kind``, keyed by logical id:
+        the local name (with the ``.fifo`` suffix that SNS and SQS require of a FIFO one)
+        and the plain-valued attributes among ``attribute_names``."""
+        requests = {}
+        for name, properties in self._of_type(kind).items():
+            attributes = _attributes(properties, attribute_names)
+            suffix = ".fifo" if attributes.get(fifo_attribute) == "true" else ""
+            request: dict[str, Any] = {name_argument: f"{self.prefix}{name}{suffix}"}
             if attributes:
                 request["Attributes"] = attributes
-            queues[name] = request
-        return queues
+            requests[name] = request
+        return requests
 
     def environment(
         self, refs: Mapping[str, str] | None = None, unresolved: Literal["raise", "omit"] = "raise"

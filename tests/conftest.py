@@ -56,17 +56,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("dynamodb-local"))
 
 
-@pytest.fixture(scope="session")
-def dynamodb_endpoint() -> Iterator[str]:
-    external = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+@contextmanager
+def _external_or_started(
+    external: str | None, server: type[DynamoDBLocal | MotoServer], log_name: str
+) -> Iterator[str]:
+    """The endpoint given from outside, when there is one; else a ``server`` of our own on
+    a free port, logging to ``.devstack/{log_name}-{worker}.log``, stopped on the way out."""
     if external:
         yield external
         return
-    server = DynamoDBLocal.start(log_path=ROOT / ".devstack" / f"test-dynamodb-local-{WORKER}.log")
+    started = server.start(log_path=ROOT / ".devstack" / f"{log_name}-{WORKER}.log")
     try:
-        yield server.endpoint
+        yield started.endpoint
     finally:
-        server.stop()
+        started.stop()
+
+
+@pytest.fixture(scope="session")
+def dynamodb_endpoint() -> Iterator[str]:
+    with _external_or_started(
+        os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"), DynamoDBLocal, "test-dynamodb-local"
+    ) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(scope="session")
@@ -109,14 +120,8 @@ def aws_messaging_endpoint() -> Iterator[str]:
     server, started on a free port as a process of its own and stopped by PID, or
     ``AWS_ENDPOINT_URL_SNS`` when that is set. Moto does not run inside this process
     because ``moto.mock_aws`` (the unit tests) resets the backends it shares with it."""
-    if EXTERNAL_SNS:
-        yield EXTERNAL_SNS
-        return
-    server = MotoServer.start(log_path=ROOT / ".devstack" / f"test-moto-{WORKER}.log")
-    try:
-        yield server.endpoint
-    finally:
-        server.stop()
+    with _external_or_started(EXTERNAL_SNS, MotoServer, "test-moto") as endpoint:
+        yield endpoint
 
 
 StackLauncher = Callable[..., AbstractContextManager[LocalStack]]

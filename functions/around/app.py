@@ -9,8 +9,7 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>/members/<memberId>/around")
 def around(boardId: str, memberId: str) -> Response:
-    board_id = http.path_board(app, boardId)
-    member_id = http.path_member(app, memberId)
+    board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     params = http.query(app)
     radius = validation.query_int(params, "radius", 5, 0, validation.MAX_RADIUS)
     page = default_service().around(board_id, member_id, radius, params.get("period"))

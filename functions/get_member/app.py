@@ -10,8 +10,7 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>/members/<memberId>")
 def get_member(boardId: str, memberId: str) -> Response:
-    board_id = http.path_board(app, boardId)
-    member_id = http.path_member(app, memberId)
+    board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     params = http.query(app)
     period = params.get("period")
     if validation.query_bool(params, "fresh"):

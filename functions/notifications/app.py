@@ -9,8 +9,7 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>/members/<memberId>/notifications")
 def notifications(boardId: str, memberId: str) -> Response:
-    board_id = http.path_board(app, boardId)
-    member_id = http.path_member(app, memberId)
+    board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     params = http.query(app)
     limit = validation.query_int(params, "limit", 20, 1, validation.MAX_NOTIFICATIONS_LIMIT)
     found, next_cursor = default_service().notifications(board_id, member_id, limit, params.get("cursor"))

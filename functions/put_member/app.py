@@ -9,8 +9,7 @@ app = http.create_app()
 
 @app.put("/boards/<boardId>/members/<memberId>")
 def put_member(boardId: str, memberId: str) -> Response:
-    board_id = http.path_board(app, boardId)
-    member_id = http.path_member(app, memberId)
+    board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     request = validation.member_request(http.body(app))
     member, created = default_service().put_member(board_id, member_id, request)
     return http.json_response(201 if created else 200, member.to_json())

@@ -9,8 +9,7 @@ app = http.create_app()
 
 @app.put("/boards/<boardId>/members/<memberId>/rivals")
 def put_rivals(boardId: str, memberId: str) -> Response:
-    board_id = http.path_board(app, boardId)
-    member_id = http.path_member(app, memberId)
+    board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     rivals = validation.rivals(http.body(app, required=True))
     return http.json_response(200, {"memberIds": default_service().put_rivals(board_id, member_id, rivals)})
 

@@ -11,7 +11,7 @@ app = http.create_app()
 def rank(boardId: str, memberId: str) -> Response:
     params = http.query(app)
     consistent = validation.query_bool(params, "consistent")  # count the index, not the buckets
-    board_id, member_id = http.path_board(app, boardId), http.path_member(app, memberId)
+    board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     answer = default_service().rank(board_id, member_id, params.get("period"), consistent=consistent)
     return http.json_response(200, answer)
 

@@ -14,8 +14,7 @@ app = http.create_app()
 
 @app.post("/boards/<boardId>/members/<memberId>/score")
 def submit_score(boardId: str, memberId: str) -> Response:
-    board_id = http.path_board(app, boardId)
-    member_id = http.path_member(app, memberId)
+    board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     value = validation.score_value(http.body(app, required=True))
 
     def apply() -> dict[str, Any]:

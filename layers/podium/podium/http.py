@@ -229,6 +229,12 @@ def path_member(app: Resolver, raw: str) -> str:
     return validation.member_id(unquote(raw))
 
 
+def path_board_and_member(app: Resolver, raw_board: str, raw_member: str) -> tuple[str, str]:
+    """The board and member ids of a ``/boards/<boardId>/members/<memberId>`` route, the
+    board's validated first (so its error is the one answered when both are bad)."""
+    return path_board(app, raw_board), path_member(app, raw_member)
+
+
 def body(app: Resolver, *, required: bool = False) -> dict[str, Any]:
     event = app.current_event
     text = event.decoded_body if event.is_base64_encoded else event.body

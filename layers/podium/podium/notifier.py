@@ -71,15 +71,13 @@ class Notifier:
             was_better = record.old is not None and settings.is_better(record.old, state.score)
             if not was_better and settings.is_better(record.new, state.score):
                 found.append(
-                    Notification(
-                        notification_id=derived_id(record.event_id, "overtaken", follower),
-                        type="overtaken",
-                        board_id=record.board_id,
-                        member_id=follower,
-                        by_member_id=record.member_id,
+                    _notification(
+                        record,
+                        "overtaken",
+                        to=follower,
                         score=state.score,
+                        by=record.member_id,
                         by_score=record.new,
-                        created_us=record.changed_us,
                     )
                 )
         return found
@@ -148,28 +146,12 @@ class Notifier:
         still_there = self.store.get_score(record.board_id, previous, record.period)
         by_score = still_there.score if still_there else (previous_score or Decimal(0))
         notifications = [
-            Notification(
-                notification_id=derived_id(record.event_id, "newLeader", new_id),
-                type="newLeader",
-                board_id=record.board_id,
-                member_id=new_id,
-                by_member_id=previous,
-                score=new_score,
-                by_score=by_score,
-                created_us=record.changed_us,
-            )
+            _notification(record, "newLeader", to=new_id, score=new_score, by=previous, by_score=by_score)
         ]
         if still_there is not None:  # a deleted leader is told nothing
             notifications.append(
-                Notification(
-                    notification_id=derived_id(record.event_id, "newLeader", previous),
-                    type="newLeader",
-                    board_id=record.board_id,
-                    member_id=previous,
-                    by_member_id=new_id,
-                    score=still_there.score,
-                    by_score=new_score,
-                    created_us=record.changed_us,
+                _notification(
+                    record, "newLeader", to=previous, score=still_there.score, by=new_id, by_score=new_score
                 )
             )
         return notifications
@@ -186,6 +168,24 @@ class Notifier:
         if stored or not self.store.notification_published(notification):
             self.publisher.publish(notification)
             self.store.mark_published(notification)
+
+
+def _notification(
+    record: ScoreRecord, kind: str, *, to: str, score: Decimal, by: str, by_score: Decimal
+) -> Notification:
+    """What ``record`` tells member ``to`` (score ``score``) about member ``by`` (score
+    ``by_score``). The id derives from the record, the kind and the recipient, so a record
+    delivered twice yields the same notification."""
+    return Notification(
+        notification_id=derived_id(record.event_id, kind, to),
+        type=kind,
+        board_id=record.board_id,
+        member_id=to,
+        by_member_id=by,
+        score=score,
+        by_score=by_score,
+        created_us=record.changed_us,
+    )
 
 
 class SnsPublisher:

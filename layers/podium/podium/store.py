@@ -43,6 +43,7 @@ from podium.models import Board, BoardSettings, LoggedEvent, Notification, Ranke
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef
 
     from podium.ranking import PageRequest
 
@@ -452,14 +453,7 @@ class Store:
             "ProjectionExpression": "sk",
             "ConsistentRead": True,
         }
-        keys: list[str] = []
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            keys.extend(item["sk"]["S"] for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                break
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        keys = [item["sk"]["S"] for item in self._query_items(request)]
         self._batch_write(
             [{"DeleteRequest": {"Key": {"pk": {"S": pk}, "sk": {"S": k}}}} for k in keys if k != "MEMBER"]
         )
@@ -590,41 +584,20 @@ class Store:
             "ExpressionAttributeValues": values,
             "Select": "COUNT",
         }
-        total = 0
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            total += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                return total
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return sum(int(response.get("Count", 0)) for response in self._query_pages(request))
 
     def keys_in_range(self, partition: str, lo: str, hi: str | None) -> list[str]:
         """Every sort key of one shard in ``[lo, hi]`` (``lo`` empty: from the first key;
         ``hi`` None: to the last), best first."""
         request = self._range_request(partition, lo, hi)
         request["ProjectionExpression"] = "rsk"
-        keys: list[str] = []
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            keys.extend(item["rsk"]["S"] for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                return keys
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return [item["rsk"]["S"] for item in self._query_items(request)]
 
     def count_range(self, partition: str, lo: str, hi: str | None) -> int:
         """COUNT one shard's entries in ``[lo, hi]`` (bounds as in ``keys_in_range``)."""
         request = self._range_request(partition, lo, hi)
         request["Select"] = "COUNT"
-        total = 0
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            total += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                return total
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return sum(int(response.get("Count", 0)) for response in self._query_pages(request))
 
     def _range_request(self, partition: str, lo: str, hi: str | None) -> dict[str, Any]:
         condition = "rpk = :p"
@@ -975,14 +948,7 @@ class Store:
             "ExpressionAttributeValues": {":p": {"S": f"F#{board_id}{SEPARATOR}{member_id}"}},
             "ProjectionExpression": "sk",
         }
-        found: list[str] = []
-        while True:
-            with _translate_throttling():
-                response = self.client.query(**request)
-            found.extend(item["sk"]["S"] for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                return found
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return [item["sk"]["S"] for item in self._query_items(request)]
 
     def follower_states(
         self, board_id: str, followers: Sequence[str], period: str
@@ -1046,37 +1012,8 @@ class Store:
         self, board_id: str, member_id: str, limit: int, before: str | None, now_s: int
     ) -> tuple[list[Notification], str | None]:
         """Newest first; items past their TTL that DynamoDB has not yet removed are skipped."""
-        condition = "pk = :p"
-        values: dict[str, Any] = {
-            ":p": {"S": f"N#{board_id}{SEPARATOR}{member_id}"},
-            ":now": {"N": str(now_s)},
-        }
-        if before is not None:
-            condition += " AND sk < :b"
-            values[":b"] = {"S": before}
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": condition,
-            "FilterExpression": "#ttl > :now",
-            "ExpressionAttributeNames": {"#ttl": "ttl"},
-            "ExpressionAttributeValues": values,
-            "ScanIndexForward": False,
-        }
-        found: list[tuple[str, Notification]] = []
-        more = False
-        while len(found) <= limit:
-            request["Limit"] = limit + 1 - len(found)
-            with _translate_throttling():
-                response = self.client.query(**request)
-            found.extend(
-                (item["sk"]["S"], _notification_from_item(item)) for item in response.get("Items", [])
-            )
-            if "LastEvaluatedKey" not in response:
-                break
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        more = len(found) > limit
-        page = found[:limit]
-        return [n for _, n in page], (page[-1][0] if more and page else None)
+        items, next_key = self._newest_first_page(f"N#{board_id}{SEPARATOR}{member_id}", limit, before, now_s)
+        return [_notification_from_item(item) for item in items], next_key
 
     # -- the leader -------------------------------------------------------------------
 
@@ -1352,16 +1289,7 @@ class Store:
                 "ExpressionAttributeValues": {":p": {"S": _event_pk(board_id, member_id, index)}},
                 "ConsistentRead": True,
             }
-            found: list[LoggedEvent] = []
-            while True:
-                with _translate_throttling():
-                    response = self.client.query(**request)
-                found.extend(
-                    _event_from_item(board_id, member_id, item) for item in response.get("Items", [])
-                )
-                if "LastEvaluatedKey" not in response:
-                    return found
-                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            return [_event_from_item(board_id, member_id, item) for item in self._query_items(request)]
 
         return [event for events in self.gather(bucket, list(range(EVENT_BUCKETS))) for event in events]
 
@@ -1415,34 +1343,9 @@ class Store:
         """A page of the board's snapshots, newest first, taken before ``before_sort_key``
         (None: from the newest), and the sort key to continue before (None at the end).
         Snapshots past their TTL that DynamoDB has not yet removed are skipped."""
-        condition = "pk = :p"
-        values: dict[str, Any] = {
-            ":p": {"S": f"S#{board_id}"},
-            ":now": {"N": str(int(time.time()) if now_s is None else now_s)},
-        }
-        if before_sort_key is not None:
-            condition += " AND sk < :b"
-            values[":b"] = {"S": before_sort_key}
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": condition,
-            "FilterExpression": "#ttl > :now",
-            "ExpressionAttributeNames": {"#ttl": "ttl"},
-            "ExpressionAttributeValues": values,
-            "ScanIndexForward": False,
-        }
-        found: list[dict[str, Any]] = []
-        while len(found) <= limit:
-            request["Limit"] = limit + 1 - len(found)
-            with _translate_throttling():
-                response = self.client.query(**request)
-            found.extend(response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                break
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        page = found[:limit]
-        next_key = page[-1]["sk"]["S"] if len(found) > limit and page else None
-        return [_snapshot_from_item(board_id, item) for item in page], next_key
+        now = int(time.time()) if now_s is None else now_s
+        items, next_key = self._newest_first_page(f"S#{board_id}", limit, before_sort_key, now)
+        return [_snapshot_from_item(board_id, item) for item in items], next_key
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -1472,6 +1375,54 @@ class Store:
                 return False
             raise
         return True
+
+    def _query_pages(self, request: dict[str, Any]) -> Iterator[QueryOutputTypeDef]:
+        """Each response of a query, following ``LastEvaluatedKey`` past the 1 MB page
+        limit. ``request`` is updated in place with the key to start from, so a caller
+        that reads a limited number of items may change its ``Limit`` between pages."""
+        while True:
+            with _translate_throttling():
+                response = self.client.query(**request)
+            yield response
+            if "LastEvaluatedKey" not in response:
+                return
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _newest_first_page(
+        self, pk: str, limit: int, before: str | None, now_s: int
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Up to ``limit`` items of partition ``pk``, highest sort key first, below
+        ``before`` (None: from the highest), and the sort key to continue below (None at
+        the end). Items whose ``ttl`` is past ``now_s`` but that DynamoDB has not yet
+        removed are skipped. The filter applies after ``Limit``, so pages are read until
+        one item more than ``limit`` is found (there is a next page) or the partition ends."""
+        condition = "pk = :p"
+        values: dict[str, Any] = {":p": {"S": pk}, ":now": {"N": str(now_s)}}
+        if before is not None:
+            condition += " AND sk < :b"
+            values[":b"] = {"S": before}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": condition,
+            "FilterExpression": "#ttl > :now",
+            "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,
+            "Limit": limit + 1,
+        }
+        found: list[dict[str, Any]] = []
+        for response in self._query_pages(request):
+            found.extend(response.get("Items", []))
+            if len(found) > limit:
+                break
+            request["Limit"] = limit + 1 - len(found)
+        page = found[:limit]
+        return page, (page[-1]["sk"]["S"] if len(found) > limit and page else None)
+
+    def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every item a query finds, over all its pages."""
+        for response in self._query_pages(request):
+            yield from response.get("Items", [])
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         for start in range(0, len(requests), 25):
