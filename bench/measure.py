@@ -27,15 +27,31 @@ class Call:
     operation: str
     started: float
     ended: float
-    capacity: float  # table and indexes together
+    capacity: float  # table and indexes together, as DynamoDB Local reported it
     index_capacity: float  # the part consumed on global secondary indexes
     items_read: int  # ScannedCount of a query, the items a get returned
     count: int  # Count of a query (what matched); the items returned otherwise
     error: str | None = None
 
+    minimum: float = 0.0  # the least DynamoDB bills this request (see ``billed_minimum``)
+
     @property
     def is_read(self) -> bool:
         return self.operation in READ_OPERATIONS
+
+    @property
+    def billed(self) -> float:
+        return max(self.capacity, self.minimum)
+
+
+def billed_minimum(operation: str, params: dict[str, Any]) -> float:
+    """What DynamoDB bills a read that finds nothing: a read request unit rounds up, so a
+    GetItem or a Query costs at least 0.5 RCU eventually consistent, 1 consistent (a query
+    on a global secondary index is always eventually consistent). DynamoDB Local reports 0
+    for a query that matches nothing; the measurements count the minimum instead."""
+    if operation not in ("GetItem", "Query", "Scan"):
+        return 0.0
+    return 1.0 if params.get("ConsistentRead") else 0.5
 
 
 def rounds(calls: list[Call]) -> int:
@@ -91,9 +107,10 @@ class Recorder:
         return client
 
     @staticmethod
-    def _ask_for_capacity(params: dict[str, Any], model: Any, **_: Any) -> None:
+    def _ask_for_capacity(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         if "ReturnConsumedCapacity" in model.input_shape.members:
             params["ReturnConsumedCapacity"] = "INDEXES"
+        context["bench_minimum"] = billed_minimum(model.name, params)
 
     @staticmethod
     def _started(context: dict[str, Any], **_: Any) -> None:
@@ -113,6 +130,7 @@ class Recorder:
             items_read=items_read,
             count=count,
             error=error,
+            minimum=float(context.get("bench_minimum", 0.0)),
         )
         with self._lock:
             self._calls.append(call)
@@ -165,7 +183,7 @@ class Sample:
             requests=len(calls),
             rounds=rounds(calls),
             query_rounds=rounds([c for c in calls if c.operation == "Query"]),
-            rcu=sum(c.capacity for c in calls if c.is_read),
+            rcu=sum(c.billed for c in calls if c.is_read),
             wcu=sum(c.capacity for c in calls if not c.is_read),
             index_units=sum(c.index_capacity for c in calls),
             items_read=sum(c.items_read for c in calls),

@@ -107,6 +107,9 @@ def probe(store: Store) -> list[dict[str, Any]]:
     )
     response = client.query(**query, Select="COUNT", Limit=1)
     note("Query", "RankIndex, Select=COUNT, Limit 1", response, scanned=response.get("ScannedCount"))
+    empty = {**query, "ExpressionAttributeValues": {":p": {"S": f"{PARTITION}-none"}}}
+    response = client.query(**empty, Limit=10)
+    note("Query", "RankIndex, a range that holds nothing", response, scanned=response.get("ScannedCount"))
     transaction = [
         {
             "Put": {

@@ -19,7 +19,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from bench import load, probe, redis_ref
+from bench import churn, load, probe, redis_ref
 from bench.measure import Recorder, Sample, percentile, summarise
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
@@ -58,6 +58,8 @@ class Plan:
     big_size: int = 0
     big_shards: int = 10
     big_budget_s: float = 600.0
+    # Top-k while scores change (bench/churn.py); seconds 0: not measured.
+    churn_plan: churn.ChurnPlan = field(default_factory=churn.ChurnPlan)
     out: Path = ROOT / "docs"
     data: Path = DATA
 
@@ -69,8 +71,10 @@ class Plan:
         if maximum not in sizes and maximum > sizes[-1] and maximum < ladder[-1]:
             sizes = (*sizes, maximum)
         budget = float(os.environ.get("BENCH_BUDGET_S", "90" if quick else "600"))
+        churn_seconds = float(os.environ.get("BENCH_CHURN_S", "15" if quick else "60"))
         if quick:
             return cls(
+                churn_plan=churn.ChurnPlan(members=3_000, seconds=churn_seconds, shards=(10,)),
                 big_size=int(os.environ.get("BENCH_BIG_MEMBERS", "0")),
                 sizes=sizes,
                 budget_s=budget,
@@ -84,7 +88,13 @@ class Plan:
             )
         big = int(os.environ.get("BENCH_BIG_MEMBERS", "1000000"))
         big_budget = float(os.environ.get("BENCH_BIG_BUDGET_S", "600"))
-        return cls(sizes=sizes, budget_s=budget, big_size=big, big_budget_s=big_budget)
+        return cls(
+            sizes=sizes,
+            budget_s=budget,
+            big_size=big,
+            big_budget_s=big_budget,
+            churn_plan=churn.ChurnPlan(seconds=churn_seconds),
+        )
 
 
 @dataclass
@@ -111,6 +121,7 @@ class Context:
     rebuilds: list[dict[str, Any]] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
+    churn: list[dict[str, Any]] = field(default_factory=list)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -575,6 +586,13 @@ def run(plan: Plan) -> dict[str, Any]:
         if plan.big_size > ctx.loaded and plan.big_shards in plan.shards and stopped is None:
             grow_big(ctx, plan)
             save(ctx, plan, begun, stopped, None)
+        if plan.churn_plan.seconds > 0:
+            streams = boto3.client("dynamodbstreams", endpoint_url=dynamodb.endpoint, config=config)
+            churn_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+            ctx.churn = churn.run(
+                churn_client, streams, create_tables(churn_client, "churn-"), plan.churn_plan
+            )
+            save(ctx, plan, begun, stopped, None)
         results = save(ctx, plan, begun, stopped, cold_start(ctx))
         return results
     finally:
@@ -611,6 +629,13 @@ def save(
         "rebuilds": ctx.rebuilds,
         "checks": ctx.checks,
         "probes": ctx.probes,
+        "churn": ctx.churn,
+        "churnPlan": {
+            "members": plan.churn_plan.members,
+            "seconds": plan.churn_plan.seconds,
+            "writesPerSecond": plan.churn_plan.writes_per_s,
+            "shards": list(plan.churn_plan.shards),
+        },
         "rows": ctx.rows,
         "coldStart": coldstart,
     }

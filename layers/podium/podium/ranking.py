@@ -85,7 +85,7 @@ def around_window(before: Sequence[str], after: Sequence[str], radius: int) -> t
 ONE_ROUND_CONFIDENCE = 0.95
 # The same with a hint: every shard's query stops at the hint's key anyway, so longer pages
 # cost nothing unless the hint is wrong, and a right hint then settles almost every read.
-HINTED_CONFIDENCE = 0.999
+HINTED_CONFIDENCE = 0.99999
 # Above this many steps the page size keeps the union bound's cap (see first_page_size).
 EXACT_CHECK_BUDGET = 250_000
 
@@ -214,7 +214,7 @@ def first_round(shards: int, after: str | None, limit: int, hint: Hint | None = 
     ``first_page_size(limit, shards)`` keys (one round is enough 95% of the time). With
     one, every shard also stops at the hint's key, so the round reads about the keys the
     head expects (``limit`` and a margin) instead of ``shards`` pages; the pages can then
-    be sized for 99.9%, and at least one longer than the head's keys on the shard, so a
+    be sized for 99.999%, and at least one longer than the head's keys on the shard, so a
     head that is right settles almost every read in this round. A single shard needs no
     hint: ``limit + 1`` keys settle it."""
     usable = (

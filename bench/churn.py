@@ -1,0 +1,287 @@
+"""Top-k while scores change: how often a read steered by a head that lags the writes
+still takes one round of shard queries, how many keys it reads, and how far the head
+trails the writes.
+
+On tables of its own (the template's, on the bench's DynamoDB Local), one board per shard
+count is loaded with ``members`` score items (BatchWriteItem), its head and ladder are
+read from the index, and then the table's stream is switched on, so that only the changes
+made from then on flow through it. For ``seconds``:
+
+* writers set scores (the board's operator is ``set``) at about ``writes_per_s``: a third
+  to a random member and a random score (mostly deep in the board), a third to a random
+  member and a score in the top (arrivals), a third to a member in the top and a score
+  below it (departures);
+* a stream consumer reads the stream once a second (the aggregator's
+  ``MaximumBatchingWindowInSeconds``) and hands each batch to ``Aggregator.keep_heads``,
+  the aggregator's own code for the head and its ladder;
+* a reader reads the top 10, 100 and 1,000 exactly (``consistent=true``) and pages 2 to 5
+  of 100 after a cursor, each steered by the head's hint, and records the keys each read
+  and its rounds of shard queries (``LeaderboardService.last_top_stats``);
+* a probe sets one member to a new best score every few seconds and times how long the
+  head (``top?limit=1``, not consistent) takes to show it.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from bench import load
+from bench.measure import percentile
+from podium.aggregator import Aggregator
+from podium.config import Settings
+from podium.models import BoardSettings
+from podium.service import LeaderboardService
+from podium.store import Store
+from podium.validation import BoardRequest
+
+WINDOW_S = 1.0  # the aggregator's MaximumBatchingWindowInSeconds (template.yaml)
+WRITER_THREADS = 4
+TOP_BAND = 1_000  # arrivals land in, and departures leave, the best this many
+READS = (
+    ("top 10", 10, False),
+    ("top 100", 100, False),
+    ("top 1,000", 1000, False),
+    ("pages 2-5 of 100", 100, True),
+)
+PROBE_EVERY_S = 3.0
+PROBE_GIVE_UP_S = 10.0
+
+
+@dataclass
+class ChurnPlan:
+    members: int = 20_000
+    seconds: float = 60.0
+    writes_per_s: float = 40.0
+    shards: tuple[int, ...] = (10, 50)
+
+
+@dataclass
+class Observed:
+    items: dict[str, list[int]] = field(default_factory=dict)  # keys read, the board and head items included
+    rounds: dict[str, list[int]] = field(default_factory=dict)
+    lags: list[float] = field(default_factory=list)
+    writes: int = 0
+    batches: int = 0
+    records: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class StreamReader:
+    """Every new record of a table's stream, shard by shard, as Lambda hands them over."""
+
+    def __init__(self, streams: Any, arn: str) -> None:
+        self.streams = streams
+        self.arn = arn
+        self.iterators: dict[str, str | None] = {}
+
+    def new_records(self) -> list[dict[str, Any]]:
+        from devstack.streams import lambda_record
+
+        for shard in self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]:
+            if shard["ShardId"] not in self.iterators:
+                self.iterators[shard["ShardId"]] = self.streams.get_shard_iterator(
+                    StreamArn=self.arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+        found: list[dict[str, Any]] = []
+        for shard_id, iterator in list(self.iterators.items()):
+            while iterator:
+                response = self.streams.get_records(ShardIterator=iterator, Limit=1000)
+                found.extend(lambda_record(dict(r), self.arn) for r in response["Records"])
+                next_iterator = response.get("NextShardIterator")
+                if not response["Records"]:
+                    iterator = next_iterator
+                    break
+                iterator = next_iterator
+            self.iterators[shard_id] = iterator
+        return found
+
+
+def _keep_heads(reader: StreamReader, aggregator: Aggregator, stop: threading.Event, seen: Observed) -> None:
+    retry: list[dict[str, Any]] = []
+    while not stop.wait(WINDOW_S):
+        batch = retry + reader.new_records()
+        if not batch:
+            continue
+        failed = aggregator.keep_heads(batch)
+        retry = [record for record in batch if record["eventID"] in failed]
+        seen.batches += 1
+        seen.records += len(batch)
+
+
+class Board:
+    """The members' current scores, as the writers set them."""
+
+    def __init__(self, scores: list[int]) -> None:
+        self.lock = threading.Lock()
+        self.scores = dict(enumerate(scores))
+        self.threshold = sorted(scores, reverse=True)[min(TOP_BAND, len(scores)) - 1]
+        self.top = {i for i, s in self.scores.items() if s >= self.threshold}
+
+    def pick(self, draw: random.Random) -> tuple[int, int]:
+        """A member and its new score: random, an arrival in the top, or a departure."""
+        with self.lock:
+            kind = draw.randrange(3)
+            if kind == 2 and self.top:
+                member = draw.choice(tuple(self.top))
+                score = draw.randrange(0, self.threshold)
+            else:
+                member = draw.randrange(len(self.scores))
+                low = self.threshold if kind == 1 else 0
+                score = draw.randrange(low, load.TOP_SCORE + 1)
+            self.scores[member] = score
+            if score >= self.threshold:
+                self.top.add(member)
+            else:
+                self.top.discard(member)
+            return member, score
+
+
+def _write(
+    service: LeaderboardService,
+    board_id: str,
+    board: Board,
+    rate: float,
+    stop: threading.Event,
+    seen: Observed,
+) -> None:
+    draw = random.Random(threading.get_ident())
+    interval = WRITER_THREADS / rate
+    next_at = time.monotonic()
+    while not stop.is_set():
+        member, score = board.pick(draw)
+        service.submit_score(board_id, load.member_id(member), Decimal(score))
+        with seen.lock:
+            seen.writes += 1
+        next_at += interval
+        time.sleep(max(0.0, next_at - time.monotonic()))
+
+
+def _read(service: LeaderboardService, board_id: str, stop: threading.Event, seen: Observed) -> None:
+    while not stop.is_set():
+        for name, limit, after_cursor in READS:
+            if not after_cursor:
+                service.top(board_id, limit, None, False, consistent=True)
+                _note(seen, name, service)
+                continue
+            page = service.top(board_id, limit, None, False, consistent=True)
+            for _ in range(4):
+                if page.next_cursor is None:
+                    break
+                page = service.top(board_id, limit, page.next_cursor, False, consistent=True)
+                _note(seen, name, service)
+
+
+def _note(seen: Observed, name: str, service: LeaderboardService) -> None:
+    stats = service.last_top_stats
+    assert stats is not None
+    seen.items.setdefault(name, []).append(stats.items + 2)  # + the board and the head item
+    seen.rounds.setdefault(name, []).append(stats.rounds)
+
+
+def _probe(
+    service: LeaderboardService, board_id: str, members: int, stop: threading.Event, seen: Observed
+) -> None:
+    """Set a member to a new best score; time how long until the head serves it first."""
+    best = 2 * load.TOP_SCORE
+    draw = random.Random(7)
+    while not stop.wait(PROBE_EVERY_S):
+        best += 1
+        member = load.member_id(draw.randrange(members))
+        service.submit_score(board_id, member, Decimal(best))
+        written = time.monotonic()
+        while time.monotonic() - written < PROBE_GIVE_UP_S:
+            page = service.top(board_id, 1, None, False)
+            if page.entries and page.entries[0].member_id == member and page.entries[0].score == best:
+                break
+            time.sleep(0.02)
+        seen.lags.append(time.monotonic() - written)
+
+
+def run_board(client: Any, streams: Any, settings: Settings, shards: int, plan: ChurnPlan) -> dict[str, Any]:
+    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+    store = Store(settings, client=client)
+    service = LeaderboardService(store)
+    board_id = f"churn-{shards}-shards"
+    service.put_board(
+        board_id, BoardRequest(settings=BoardSettings(shards=shards, operator="set"), title=None)
+    )
+    population = load.Population(seed=shards)
+    population.grow(plan.members)
+    with tqdm(total=plan.members, unit="item", unit_scale=True, desc=f"load {board_id}") as bar:
+        load.grow_board(
+            client, store, board_id, service.board_settings(board_id), population, 0, plan.members, bar,
+            profiles=False,
+        )  # fmt: skip
+    load.set_member_count(client, store, board_id, plan.members)
+    service.rebuild_rank_structures(board_id)
+    arn = client.update_table(
+        TableName=settings.table_name,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )["TableDescription"]["LatestStreamArn"]
+    seen = Observed()
+    stop = threading.Event()
+    aggregator = Aggregator(store, service.board_settings, lambda: datetime.now(UTC))
+    board = Board(population.scores)
+    threads = [
+        threading.Thread(target=_keep_heads, args=(StreamReader(streams, arn), aggregator, stop, seen)),
+        threading.Thread(target=_read, args=(LeaderboardService(store), board_id, stop, seen)),
+        threading.Thread(target=_probe, args=(LeaderboardService(store), board_id, plan.members, stop, seen)),
+        *(
+            threading.Thread(
+                target=_write,
+                args=(LeaderboardService(store), board_id, board, plan.writes_per_s, stop, seen),
+            )
+            for _ in range(WRITER_THREADS)
+        ),
+    ]
+    print(f"churning {board_id} for {plan.seconds:.0f} s ...", flush=True)
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    time.sleep(plan.seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - started
+    client.update_table(TableName=settings.table_name, StreamSpecification={"StreamEnabled": False})
+    reads = []
+    for name, limit, _ in READS:
+        items = seen.items.get(name, [])
+        rounds = seen.rounds.get(name, [])
+        if not items:
+            continue
+        reads.append(
+            {
+                "read": name,
+                "k": limit,
+                "reads": len(items),
+                "oneRoundShare": sum(1 for r in rounds if r == 1) / len(rounds),
+                "mostRounds": max(rounds),
+                "itemsP50": percentile([float(i) for i in items], 0.5),
+                "itemsP95": percentile([float(i) for i in items], 0.95),
+                "itemsMax": max(items),
+                "budget": 1.5 * limit + 2 * shards,
+            }
+        )
+    return {
+        "shards": shards,
+        "members": plan.members,
+        "seconds": elapsed,
+        "writes": seen.writes,
+        "writesPerSecond": seen.writes / elapsed,
+        "batches": seen.batches,
+        "records": seen.records,
+        "reads": reads,
+        "lagsS": seen.lags,
+    }
+
+
+def run(client: Any, streams: Any, settings: Settings, plan: ChurnPlan) -> list[dict[str, Any]]:
+    return [run_board(client, streams, settings, shards, plan) for shards in plan.shards]
