@@ -10,6 +10,7 @@ import platform
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import time
 from collections.abc import Callable
@@ -208,14 +209,35 @@ def service_top(ctx: Context, board_id: str, limit: int, cursor: str | None, con
     return ctx.service.top(board_id, limit, cursor, False)
 
 
+def with_shard_rounds(summary: dict[str, Any], rounds: list[int]) -> dict[str, Any]:
+    """The summary with the rounds of shard queries that the service's reads took, as
+    ``gather_top`` counts them (``last_top_stats``): each round's queries are sent at once,
+    so a round is one round trip, however the threads happen to be scheduled here."""
+    return {
+        **summary,
+        "queryRounds": float(statistics.median(rounds)),
+        "oneQueryRoundShare": sum(1 for r in rounds if r == 1) / len(rounds),
+    }
+
+
+def consistent_top(ctx: Context, board_id: str, limit: int, cursor: str | None, rounds: list[int]) -> Page:
+    """``service_top(..., consistent=True)``, noting the rounds of shard queries it took."""
+    page = service_top(ctx, board_id, limit, cursor, True)
+    stats = ctx.service.last_top_stats
+    assert stats is not None
+    rounds.append(stats.rounds)
+    return page
+
+
 def measure_top(ctx: Context, size: int, shards: int) -> None:
     board_id = ctx.boards[shards]
     order = ctx.settings[shards].rank_order
     for k in ctx.plan.ks:
         summary, keys = measure(ctx, partial(naive_top, ctx, shards, k))
         record(ctx, size, shards, "top", "naive", k=k, **summary)
-        summary, page = measure(ctx, partial(service_top, ctx, board_id, k, None, True))
-        record(ctx, size, shards, "top", "service", k=k, **summary)
+        rounds: list[int] = []
+        summary, page = measure(ctx, partial(consistent_top, ctx, board_id, k, None, rounds))
+        record(ctx, size, shards, "top", "service", k=k, **with_shard_rounds(summary, rounds[1:]))
         naive_ids = [order.parse(key)[1] for key in keys]
         ctx.checks.append(
             {
@@ -244,6 +266,7 @@ def measure_cursor_walk(ctx: Context, size: int, shards: int) -> None:
     plan = ctx.plan
     board_id = ctx.boards[shards]
     samples: list[Sample] = []
+    rounds: list[int] = []
     walks = max(1, plan.min_runs // 2)
     for _ in range(walks):
         first = service_top(ctx, board_id, plan.page_size, None, True)
@@ -252,13 +275,13 @@ def measure_cursor_walk(ctx: Context, size: int, shards: int) -> None:
             if cursor is None:
                 break
             with ctx.recorder.window() as window:
-                page = service_top(ctx, board_id, plan.page_size, cursor, True)
+                page = consistent_top(ctx, board_id, plan.page_size, cursor, rounds)
             samples.append(Sample.of(window))
             cursor = page.next_cursor
     if samples:
         record(
             ctx, size, shards, "top-after-cursor", "service", k=plan.page_size, pages=plan.pages,
-            **summarise(samples),
+            **with_shard_rounds(summarise(samples), rounds),
         )  # fmt: skip
 
 

@@ -13,7 +13,9 @@ class Settings:
     idempotency_table_name: str
     rank_index_name: str = "RankIndex"
     notification_topic_arn: str = ""
-    shard_query_concurrency: int = 32
+    # Every shard of a board (at most 100) is queried at once: a round of shard queries
+    # takes one round trip, not one per wave of threads.
+    shard_query_concurrency: int = 100
 
     @classmethod
     def from_environment(cls) -> Settings:
@@ -26,7 +28,7 @@ class Settings:
             idempotency_table_name=os.environ.get("IDEMPOTENCY_TABLE_NAME", ""),
             rank_index_name=os.environ.get("RANK_INDEX_NAME", "RankIndex"),
             notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN", ""),
-            shard_query_concurrency=int(os.environ.get("SHARD_QUERY_CONCURRENCY", "32")),
+            shard_query_concurrency=int(os.environ.get("SHARD_QUERY_CONCURRENCY", "100")),
         )
 
 
