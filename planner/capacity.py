@@ -30,18 +30,21 @@ INDEX_WCU_PER_UPDATE = 2  # the index deletes the old entry and puts the new one
 # estimate: the aggregator's writes for one score change (the period's count, the score
 # buckets), amortised over a stream batch.
 STREAM_WCU_PER_UPDATE = 1.0
-# estimate: share of score changes that move a key into or out of the head (the top 128).
-HEAD_CHANGE_FRACTION = 0.05
+# estimate: share of score changes that move a key into, out of or within the head and its
+# ladder (the top 1,536), each of which rewrites the head item.
+HEAD_CHANGE_FRACTION = 0.1
 # estimate: the aggregator writes a board's head at most once a batch; batches reach it
 # about once a second from each of ~10 stream shards.
 HEAD_WRITES_MAX_PER_S = 10.0
-HEAD_ITEM_BYTES = 4_096  # estimate: 128 compressed sort keys (podium.head: "far below 8 KB")
+# estimate: 128 sort keys and 88 ladder samples, compressed (about 2.5 KB with 16-character
+# member ids, 6 KB with 36-character UUIDs: podium.head)
+HEAD_ITEM_BYTES = 4_096
 INDEX_KEY_BYTES = 100  # estimate: one KEYS_ONLY index entry as a query reads it
 VIEW_RCU = 1.0  # the board item and the period's count, eventually consistent, 0.5 each
 HEAD_ITEM_RCU = 1.0  # the head item, eventually consistent, up to 8 KB
 MEMBER_SCORE_RCU = 0.5  # a member's score item, eventually consistent
-TOP_KEYS_FACTOR = 1.5  # an exact top-k reads about 1.5·k + 2·shards index keys
-TOP_KEYS_PER_SHARD = 2
+HEAD_KEYS = 128  # podium.head.CAPACITY: the keys the head holds
+LADDER_STEP = 16  # podium.head.LADDER_STEP: positions between two ladder samples
 BUCKET_AVG_MEMBERS = 768  # estimate: buckets are rebuilt at 512 members and split at 1,024
 BUCKET_MAX_MEMBERS = 1_024  # podium.buckets.SPLIT_AT
 BUCKET_ITEM_BYTES = 100  # estimate: one score-bucket item (bound, count, epoch, times)
@@ -145,11 +148,20 @@ def max_writes_per_s(shards: int, safety: float = SAFETY_FRACTION) -> float:
     return shards * safety * PARTITION_WCU_PER_S / INDEX_WCU_PER_UPDATE
 
 
+def hinted_keys(k: int) -> int:
+    """The index keys an exact top-k reads when the head's hint steers it: ``k`` and the
+    hint's margin (``podium.head.margin``), and up to one ladder step more when the hint
+    comes from the ladder (past the head's keys)."""
+    keys = k + k // 4 + 1
+    return keys + (LADDER_STEP if keys >= HEAD_KEYS else 0)
+
+
 def top_from_index_rcu(k: int, shards: int) -> float:
-    """An exact top-k by scatter-gather: about 1.5·k + 2·shards keys over ``shards``
-    queries, plus the board and count reads."""
-    keys_per_shard = (TOP_KEYS_FACTOR * k + TOP_KEYS_PER_SHARD * shards) / shards
-    return shards * query_rcu(keys_per_shard) + VIEW_RCU
+    """An exact top-k from the index (``consistent=true``, ``k`` over 100, or a page after a
+    cursor): the board, count and head items, then one query per shard that stops at the
+    head's hint. A single shard needs no hint: it reads ``k + 1`` keys."""
+    keys = k + 1 if shards == 1 else hinted_keys(k)
+    return VIEW_RCU + HEAD_ITEM_RCU + shards * query_rcu(keys / shards)
 
 
 def bucket_count(members: int) -> int:
@@ -220,8 +232,8 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         top_reads = min(top_reads, w.cached_pages / w.cache_ttl_s)
     rank_total, bucket_query, count_per_shard = rank_rcu(w.members, shards)
 
-    top_table_rcu = top_reads * top_rcu if from_head else top_reads * VIEW_RCU
-    top_index_rcu = 0.0 if from_head else top_reads * (top_rcu - VIEW_RCU)
+    top_table_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU)
+    top_index_rcu = top_reads * (top_rcu - VIEW_RCU - HEAD_ITEM_RCU)
     rank_index_rcu = w.rank_reads_per_s * shards * count_per_shard
     table_rcu = top_table_rcu + w.rank_reads_per_s * (rank_total - shards * count_per_shard)
     table_rcu += w.events_per_s * EVENT_RCU
@@ -234,7 +246,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "More shards help only until each query reads one block (0.5 RCU); serve top-k from "
             "the head, cache the top pages (TopCacheTtlSeconds), or read fewer ranks per board."
         )
-    board_rcu = top_reads * (VIEW_RCU + (HEAD_ITEM_RCU if from_head else 0.0))
+    board_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU)
     board_rcu += w.rank_reads_per_s * (VIEW_RCU + bucket_query)
     if board_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(

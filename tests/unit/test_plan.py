@@ -29,7 +29,7 @@ def test_5000_updates_need_13_shards():
     assert result.index_wcu_per_shard == pytest.approx(769.23, abs=0.01)
     assert result.max_writes_per_s == 5_200  # 13 * 800 / 2
     assert not result.over_capacity
-    # table: 5,000 * (1 score + 1 stream) + min(5,000 * 5 %, 10) head writes * 4 KB = 10,040
+    # table: 5,000 * (1 score + 1 stream) + min(5,000 * 10 %, 10) head writes * 4 KB = 10,040
     assert result.table_wcu == 10_040
 
 
@@ -63,9 +63,14 @@ def test_query_rcu_rounds_up_to_4_kb_at_half_a_unit():
 
 
 def test_exact_top_100_on_13_shards():
-    # Given 1.5 * 100 + 2 * 13 = 176 keys over 13 shards: 13.54 -> 14 keys = 1,400 B a shard
-    # Then 13 queries of one block (0.5) + 1 for the board and count = 7.5
-    assert capacity.top_from_index_rcu(100, 13) == 7.5
+    # Given the hint's 100 + 25 + 1 = 126 keys over 13 shards: 9.7 -> 10 keys = 1,000 B a shard
+    # Then 13 queries of one block (0.5) + 1 for the board and count + 1 for the head = 8.5
+    assert capacity.hinted_keys(100) == 126
+    assert capacity.top_from_index_rcu(100, 13) == 8.5
+    # and a top 1,000 reads past the head: 1,000 + 250 + 1 + one ladder step of 16 = 1,267 keys,
+    # 98 a shard = 9,800 B -> 3 blocks -> 1.5 RCU a shard, 19.5 + 2
+    assert capacity.hinted_keys(1000) == 1267
+    assert capacity.top_from_index_rcu(1000, 13) == 21.5
 
 
 def test_top_from_the_head_is_two_units():
@@ -73,10 +78,10 @@ def test_top_from_the_head_is_two_units():
     assert result.top_rcu_per_read == 2.0
     assert result.index_rcu == 0
     assert result.table_rcu == 2_000
-    # k over 100 reads the index: 1.5 * 101 + 2 = 153.5 keys on 1 shard -> 15,400 B -> 4 blocks
+    # k over 100 reads the index: one shard reads 101 + 1 = 102 keys -> 10,200 B -> 3 blocks
     deep = plan(Workload(writes_per_s=10, top_reads_per_s=1_000, rank_reads_per_s=0, members=100, k=101))
-    assert deep.top_rcu_per_read == 3.0  # 4 * 0.5 + 1
-    assert deep.index_rcu == 2_000
+    assert deep.top_rcu_per_read == 3.5  # 3 * 0.5 + 1 (board, count) + 1 (head)
+    assert deep.index_rcu == 1_500
 
 
 def test_rank_on_a_million_members_stays_under_50_units():
@@ -100,16 +105,16 @@ def test_storage_and_monthly_cost():
     assert result.bytes_per_member == 865
     assert result.storage_gb == pytest.approx(0.865)
     assert result.monthly_storage_cost == pytest.approx(0.865 * 0.25)
-    # writes: table 100 * 2 + 5 head writes * 4 = 220, index 200 -> 420 WRU/s
-    # 420 * 2,628,000 s = 1,103.76 M WRU * $0.625 = $689.85
-    assert result.monthly_write_cost == pytest.approx(689.85)
+    # writes: table 100 * 2 + 10 head writes * 4 = 240, index 200 -> 440 WRU/s
+    # 440 * 2,628,000 s = 1,156.32 M WRU * $0.625 = $722.70
+    assert result.monthly_write_cost == pytest.approx(722.70)
     assert result.monthly_read_cost == 0
 
 
 def test_prices_can_be_overridden():
     workload = Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=0)
     result = plan(workload, capacity.Prices(write_per_million=1.25))
-    assert result.monthly_write_cost == pytest.approx(2 * 689.85)
+    assert result.monthly_write_cost == pytest.approx(2 * 722.70)
 
 
 def test_the_api_cache_caps_top_reads_reaching_dynamodb():
