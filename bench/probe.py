@@ -3,8 +3,15 @@ service sends, on scratch items of a board of their own (``probe``)."""
 
 from __future__ import annotations
 
+import random
+import string
+import uuid
+from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
+from podium import head
+from podium.keys import RankOrder, member_of_key
 from podium.store import Store, profile_key, score_key
 
 BOARD = "probe"
@@ -35,6 +42,40 @@ def _summary(consumed: Any) -> dict[str, Any]:
         "table": sum(table) if table else None,
         "index": sum(indexes) if indexes else None,
     }
+
+
+def _item_bytes(item: dict[str, Any]) -> int:
+    """An item's size as DynamoDB counts it: names and values (numbers as their digits)."""
+    size = 0
+    for name, value in item.items():
+        kind, raw = next(iter(value.items()))
+        size += len(name.encode()) + (1 if kind == "BOOL" else len(raw if kind == "B" else str(raw).encode()))
+    return size
+
+
+HEAD_ID_KINDS: dict[str, Callable[[random.Random, int], str]] = {
+    "14-character ids (`player-0000123`)": lambda draw, i: f"player-{i:07d}",
+    "36-character UUIDs": lambda draw, i: str(uuid.UUID(int=draw.getrandbits(128))),
+    "64 random characters": lambda draw, i: "".join(draw.choices(string.ascii_letters + string.digits, k=64)),
+}
+
+
+def head_items(store: Store, note: Callable[..., None]) -> None:
+    """A full head and ladder (a board of 2,000 members) written with ``Store.put_head`` and
+    read back eventually consistent, for member ids of several lengths."""
+    order = RankOrder(descending=True, earliest=False)
+    for what, make_id in HEAD_ID_KINDS.items():
+        draw = random.Random(3)
+        keys = sorted(
+            order.sort_key(Decimal(draw.randrange(10**7)), make_id(draw, i), 0) for i in range(2000)
+        )
+        board = f"probe-head-{len(make_id(draw, 0))}"
+        store.put_head(board, "all", head.from_index(keys[: head.LADDER_REACH + 1], member_of_key), None)
+        response = store.client.get_item(
+            TableName=store.table, Key={"pk": {"S": f"B#{board}"}, "sk": {"S": "HEAD#all"}}
+        )
+        size = _item_bytes(response["Item"])
+        note("GetItem", f"head item with its ladder, {what}: {size / 1024:.1f} KB", response)
 
 
 def probe(store: Store) -> list[dict[str, Any]]:
@@ -143,4 +184,5 @@ def probe(store: Store) -> list[dict[str, Any]]:
     )
     note("UpdateItem", "score item, index key unchanged", same)
     note("DeleteItem", "score item", client.delete_item(TableName=table, Key=key))
+    head_items(store, note)
     return found

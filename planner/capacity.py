@@ -36,8 +36,8 @@ HEAD_CHANGE_FRACTION = 0.1
 # estimate: the aggregator writes a board's head at most once a batch; batches reach it
 # about once a second from each of ~10 stream shards.
 HEAD_WRITES_MAX_PER_S = 10.0
-# estimate: 128 sort keys and 88 ladder samples, compressed (about 2.5 KB with 16-character
-# member ids, 6 KB with 36-character UUIDs: podium.head)
+# estimate: 128 sort keys and 88 ladder samples, compressed (1.8 KB with 14-character
+# member ids, 5.9 KB with 36-character UUIDs: `make bench`, docs/benchmarks.md)
 HEAD_ITEM_BYTES = 4_096
 INDEX_KEY_BYTES = 100  # estimate: one KEYS_ONLY index entry as a query reads it
 VIEW_RCU = 1.0  # the board item and the period's count, eventually consistent, 0.5 each
