@@ -4,6 +4,7 @@ reads the index at once; ranks agree either way."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
@@ -67,6 +68,38 @@ def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_in
         assert (rank["rank"], rank["score"]) == (index["rank"], index["score"])
         assert rank["rank"] == 1 + sum(1 for s in scores.values() if s > scores[member])
     eventually(lambda: assert_equal(_call("GET", f"{base}/members/p00/rank")["total"], 30), timeout=20)
+
+
+def test_pages_past_the_head_read_the_index_steered_by_its_ladder(stack_url: str) -> None:
+    # Given a board of 400 members on 10 shards: more than the head's 128 keys, so the
+    # stream keeps a ladder too (and the stack delivers every batch twice, which moves
+    # the ladder's counts twice)
+    board = unique_id("ladder")
+    base = f"{stack_url}/boards/{board}"
+    _call("PUT", base, {"shards": 10})
+    scores = {f"q{i:03d}": Decimal(i * 37 % 401) / 4 for i in range(400)}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda m: _call("PUT", f"{base}/members/{m}", {"score": scores[m]}), scores))
+    ordered = sorted(scores, key=lambda m: (-scores[m], m))
+    eventually(
+        lambda: assert_equal(_call("GET", f"{base}/top?limit=100")["entries"][0]["memberId"], ordered[0])
+    )
+
+    # When the whole listing is read from the index, 60 entries a page, cursor after cursor
+    listing: list[tuple[str, Decimal, int]] = []
+    query = "limit=60&consistent=true"
+    while True:
+        page = _call("GET", f"{base}/top?{query}")
+        listing += [(e["memberId"], e["score"], e["rank"]) for e in page["entries"]]
+        if page["nextCursor"] is None:
+            break
+        query = f"limit=60&cursor={page['nextCursor']}"
+
+    # Then it is the board, sorted, with shared ranks
+    assert [(m, s) for m, s, _ in listing] == [(m, scores[m]) for m in ordered]
+    assert [r for _, _, r in listing] == [
+        1 + sum(1 for v in scores.values() if v > scores[m]) for m in ordered
+    ]
 
 
 def test_consistent_must_be_true_or_false(stack_url: str) -> None:

@@ -217,12 +217,7 @@ def first_round(shards: int, after: str | None, limit: int, hint: Hint | None = 
     be sized for 99.999%, and at least one longer than the head's keys on the shard, so a
     head that is right settles almost every read in this round. A single shard needs no
     hint: ``limit + 1`` keys settle it."""
-    usable = (
-        hint is not None
-        and shards > 1
-        and not (after is not None and hint.below is not None and hint.below <= after)
-    )
-    if hint is None or not usable:
+    if hint is None or shards == 1 or (hint.below is not None and after is not None and hint.below <= after):
         page = first_page_size(limit, shards)
         return [PageRequest(shard, after, None, page) for shard in range(shards)]
     page = first_page_size(limit, shards, HINTED_CONFIDENCE)
