@@ -260,6 +260,7 @@ def measure(repeats: int = 15, bytecode: bool = False, layout: str = "auto") -> 
         "layout": layout,
         "boto3_seconds": medians[BOTO3],
         "boto3_fastest_seconds": fastest[BOTO3],
+        "boto3_slowest_seconds": max(samples[BOTO3]),
         "handlers": {
             name: {
                 "seconds": medians[name],
@@ -303,6 +304,12 @@ def table(result: dict[str, Any]) -> str:
         f"Largest: {result['max_ratio']:.2f} x boto3 by medians ({result['max_ratio_handler']}), "
         f"{result['max_fastest_ratio']:.2f} x by fastest runs",
     ]
+    if "boto3_slowest_seconds" in result:
+        lines += [
+            "",
+            f"The bare `import boto3` took from {result['boto3_fastest_seconds'] * 1000:.0f} to "
+            f"{result['boto3_slowest_seconds'] * 1000:.0f} ms over its {result['repeats']} runs.",
+        ]
     return "\n".join(lines)
 
 

@@ -529,7 +529,7 @@ def measure_cold_start() -> dict[str, Any] | None:
     from bench import coldstart
 
     print("measuring cold start (bench/coldstart.py) ...", flush=True)
-    result = coldstart.measure(repeats=int(os.environ.get("BENCH_COLDSTART_REPEATS", "5")))
+    result = coldstart.measure(repeats=int(os.environ.get("BENCH_COLDSTART_REPEATS", "21")))
     if result is None:
         return None
     table = getattr(coldstart, "table", None)
