@@ -84,7 +84,7 @@ def test_a_rival_passing_a_member_is_told_once_in_the_inbox_and_on_sns(
         assert len(inbox) >= 1
         return inbox
 
-    inbox = eventually(told, timeout=20)
+    inbox = eventually(told)
     assert [(n["type"], n["byMemberId"], n["score"], n["byScore"]) for n in inbox] == [
         ("overtaken", "bo", Decimal(50), Decimal(55))
     ]
@@ -110,7 +110,7 @@ def test_a_new_leader_and_the_previous_one_are_both_told(stack_url: str, notific
     _score(f"{stack_url}/boards/{board}/members/bo/score", 10)
 
     # Then both are told, each with its own score and the other's
-    messages = notification_tap.wait_for(lambda m: m.attributes.get("boardId") == board, count=2, timeout=20)
+    messages = notification_tap.wait_for(lambda m: m.attributes.get("boardId") == board, count=2)
     assert sorted(m.attributes["memberId"] for m in messages) == ["ana", "bo"]
     assert {m.attributes["type"] for m in messages} == {"newLeader"}
     bo = eventually(lambda: _one(_inbox(stack_url, board, "bo")))
@@ -204,7 +204,7 @@ def test_rollups_stay_equal_to_the_sources_under_concurrent_writes(stack_url: st
         assert source_scores(total) == {p: on_xbox[p] + on_pc[p] for p in players}
         assert source_scores(best) == {p: max(on_xbox[p], on_pc[p]) for p in players}
 
-    eventually(targets_agree, timeout=45, interval=0.5)
+    eventually(targets_agree, timeout=90, interval=0.5)
     # And the targets' own rankings (the index at once, the head once the stream has
     # carried the rolled-up scores to it) and counts follow
     expected = sorted((on_xbox[p] + on_pc[p] for p in players), reverse=True)
@@ -214,7 +214,7 @@ def test_rollups_stay_equal_to_the_sources_under_concurrent_writes(stack_url: st
         assert [e["score"] for e in top["entries"]] == expected
 
     ranking_follows("limit=10&consistent=true")
-    eventually(lambda: ranking_follows("limit=10"), timeout=10)
+    eventually(lambda: ranking_follows("limit=10"))
     eventually(lambda: _assert_member_count(stack_url, total, len(players)))
 
 

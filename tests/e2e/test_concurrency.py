@@ -62,7 +62,7 @@ def test_32_concurrent_best_submissions_keep_the_best(stack_url: str) -> None:
     assert _top(stack_url, board, "consistent=true") == [("racer", Decimal("1000.5"))]
     # And the head, which the stream keeps (it may lag the writes by a second or two),
     # settles on the same answer
-    eventually(lambda: assert_equal(_top(stack_url, board, ""), [("racer", Decimal("1000.5"))]), timeout=10)
+    eventually(lambda: assert_equal(_top(stack_url, board, ""), [("racer", Decimal("1000.5"))]))
 
 
 def _top(stack_url: str, board: str, query: str) -> list[tuple[str, Decimal]]:

@@ -44,7 +44,7 @@ def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_in
     def expected(limit: int) -> list[tuple[str, Decimal]]:
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
-    eventually(lambda: assert_equal(first_page("limit=10"), expected(10)), timeout=10)
+    eventually(lambda: assert_equal(first_page("limit=10"), expected(10)))
 
     # When a member jumps to the lead
     scores["p00"] = Decimal(500)
@@ -52,7 +52,7 @@ def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_in
 
     # Then the index shows it at once, and the head within seconds
     assert first_page("limit=10&consistent=true") == expected(10)
-    eventually(lambda: assert_equal(first_page("limit=10"), expected(10)), timeout=10)
+    eventually(lambda: assert_equal(first_page("limit=10"), expected(10)))
     # and a cursor from a head page continues in the index without a gap
     head_page = _call("GET", f"{base}/top?limit=7")
     rest = _call("GET", f"{base}/top?limit=100&cursor={head_page['nextCursor']}")
@@ -67,7 +67,7 @@ def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_in
         index = _call("GET", f"{base}/members/{member}/rank?consistent=true")
         assert (rank["rank"], rank["score"]) == (index["rank"], index["score"])
         assert rank["rank"] == 1 + sum(1 for s in scores.values() if s > scores[member])
-    eventually(lambda: assert_equal(_call("GET", f"{base}/members/p00/rank")["total"], 30), timeout=20)
+    eventually(lambda: assert_equal(_call("GET", f"{base}/members/p00/rank")["total"], 30))
 
 
 def test_pages_past_the_head_read_the_index_steered_by_its_ladder(stack_url: str) -> None:

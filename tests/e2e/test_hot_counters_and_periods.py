@@ -100,7 +100,7 @@ def test_events_for_unknown_members_are_dropped_and_counted(stack_url: str) -> N
     def counted() -> None:
         assert requests.get(f"{stack_url}/boards/{board}", timeout=TIMEOUT).json().get("droppedEvents") == 2
 
-    eventually(counted, timeout=30)
+    eventually(counted)
     assert requests.get(f"{stack_url}/boards/{board}/members/nobody", timeout=TIMEOUT).status_code == 404
 
 
