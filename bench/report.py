@@ -485,6 +485,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "BENCH_MAX_MEMBERS=100000 make bench # stop growing the boards at 100,000 members",
         "BENCH_BUDGET_S=300 make bench       # seconds of loading before growth stops (600 by default)",
         "BENCH_BIG_MEMBERS=300000 make bench # the one big board's size (1,000,000 by default; 0: none)",
+        "BENCH_CHURN_S=0 make bench          # skip top-k while scores change (60 s a board by default)",
         "python -m bench --coldstart-only    # measure cold start again into the last results, rewrite",
         "```",
         "",
