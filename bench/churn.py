@@ -33,6 +33,7 @@ from typing import Any
 
 from bench import load
 from bench.measure import percentile
+from devstack.streams import StreamTail
 from podium.aggregator import Aggregator
 from podium.config import Settings
 from podium.models import BoardSettings
@@ -72,40 +73,10 @@ class Observed:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class StreamReader:
-    """Every new record of a table's stream, shard by shard, as Lambda hands them over."""
-
-    def __init__(self, streams: Any, arn: str) -> None:
-        self.streams = streams
-        self.arn = arn
-        self.iterators: dict[str, str | None] = {}
-
-    def new_records(self) -> list[dict[str, Any]]:
-        from devstack.streams import lambda_record
-
-        for shard in self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]:
-            if shard["ShardId"] not in self.iterators:
-                self.iterators[shard["ShardId"]] = self.streams.get_shard_iterator(
-                    StreamArn=self.arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
-        found: list[dict[str, Any]] = []
-        for shard_id, iterator in list(self.iterators.items()):
-            while iterator:
-                response = self.streams.get_records(ShardIterator=iterator, Limit=1000)
-                found.extend(lambda_record(dict(r), self.arn) for r in response["Records"])
-                next_iterator = response.get("NextShardIterator")
-                if not response["Records"]:
-                    iterator = next_iterator
-                    break
-                iterator = next_iterator
-            self.iterators[shard_id] = iterator
-        return found
-
-
-def _keep_heads(reader: StreamReader, aggregator: Aggregator, stop: threading.Event, seen: Observed) -> None:
+def _keep_heads(tail: StreamTail, aggregator: Aggregator, stop: threading.Event, seen: Observed) -> None:
     retry: list[dict[str, Any]] = []
     while not stop.wait(WINDOW_S):
-        batch = retry + reader.new_records()
+        batch = retry + tail.read()
         if not batch:
             continue
         failed = aggregator.keep_heads(batch)
@@ -230,7 +201,7 @@ def run_board(client: Any, streams: Any, settings: Settings, shards: int, plan: 
     aggregator = Aggregator(store, service.board_settings, lambda: datetime.now(UTC))
     board = Board(population.scores)
     threads = [
-        threading.Thread(target=_keep_heads, args=(StreamReader(streams, arn), aggregator, stop, seen)),
+        threading.Thread(target=_keep_heads, args=(StreamTail(streams, arn), aggregator, stop, seen)),
         threading.Thread(target=_read, args=(LeaderboardService(store), board_id, stop, seen)),
         threading.Thread(target=_probe, args=(LeaderboardService(store), board_id, plan.members, stop, seen)),
         *(

@@ -59,24 +59,9 @@ def assert_equal(actual: object, expected: object) -> None:
 
 def stream_records(client: Any, endpoint: str, table: str) -> list[dict[str, Any]]:
     """Every record on the table's stream, as the Lambda event source mapping delivers them."""
-    import boto3
+    from devstack.streams import StreamTail
 
-    from devstack.streams import lambda_record
-
-    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint)
-    arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
-    records: list[dict[str, Any]] = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(
-            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            response = streams.get_records(ShardIterator=iterator, Limit=1000)
-            records.extend(lambda_record(dict(r), arn) for r in response["Records"])
-            if not response["Records"]:
-                break
-            iterator = response.get("NextShardIterator")
-    return records
+    return StreamTail.of_table(client, endpoint, table).read()
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from devstack.streams import StreamTail
 from podium import buckets
 from podium import service as service_module
 from podium.aggregator import Aggregator
@@ -46,44 +47,18 @@ def small_buckets(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Stream:
-    """Hands out the board's stream records in order, a part at a time; reads each
-    stream shard on from where it stopped (the shared stream holds the whole session)."""
+    """Hands out the board's stream records in order, a part at a time, from those written
+    after it was made (the shared stream holds the whole session)."""
 
     def __init__(self, client: Any, endpoint: str, table: str, board: str) -> None:
-        import boto3
-
-        self.streams = boto3.client("dynamodbstreams", endpoint_url=endpoint)
-        self.arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+        self.tail = StreamTail.of_table(client, endpoint, table)
+        self.tail.read()  # what came before belongs to other tests
         self.board = board
-        self.after: dict[str, str] = {}
         self.pending: list[dict[str, Any]] = []
-        for shard in self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]:
-            self._read(shard["ShardId"], mark_only=True)
-
-    def _read(self, shard_id: str, *, mark_only: bool = False) -> None:
-        from devstack.streams import lambda_record
-
-        position: dict[str, Any] = (
-            {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": self.after[shard_id]}
-            if shard_id in self.after
-            else {"ShardIteratorType": "TRIM_HORIZON"}
-        )
-        iterator = self.streams.get_shard_iterator(StreamArn=self.arn, ShardId=shard_id, **position)
-        cursor = iterator["ShardIterator"]
-        while cursor:
-            response = self.streams.get_records(ShardIterator=cursor, Limit=1000)
-            for record in response["Records"]:
-                self.after[shard_id] = record["dynamodb"]["SequenceNumber"]
-                key = record["dynamodb"]["Keys"]["pk"]["S"]
-                if not mark_only and key.startswith(f"M#{self.board}#"):
-                    self.pending.append(lambda_record(dict(record), self.arn))
-            if not response["Records"]:
-                break
-            cursor = response.get("NextShardIterator")
 
     def fetch(self) -> None:
-        for shard in self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]:
-            self._read(shard["ShardId"])
+        prefix = f"M#{self.board}#"
+        self.pending += [r for r in self.tail.read() if r["dynamodb"]["Keys"]["pk"]["S"].startswith(prefix)]
 
     def take(self, count: int) -> list[dict[str, Any]]:
         taken, self.pending = self.pending[:count], self.pending[count:]
