@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from bench import load
-from bench.measure import percentile
+from bench.measure import percentile, top_budget
 from devstack.streams import StreamTail
 from podium.aggregator import Aggregator
 from podium.config import Settings
@@ -238,7 +238,7 @@ def run_board(client: Any, streams: Any, settings: Settings, shards: int, plan: 
                 "itemsP50": percentile([float(i) for i in items], 0.5),
                 "itemsP95": percentile([float(i) for i in items], 0.95),
                 "itemsMax": max(items),
-                "budget": 1.5 * limit + 2 * shards,
+                "budget": top_budget(limit, shards),
             }
         )
     return {

@@ -54,6 +54,11 @@ def billed_minimum(operation: str, params: dict[str, Any]) -> float:
     return 1.0 if params.get("ConsistentRead") else 0.5
 
 
+def top_budget(k: float, shards: float) -> float:
+    """The items an exact top-k may read: the brief's 1.5·k + 2·shards."""
+    return 1.5 * k + 2 * shards
+
+
 def rounds(calls: list[Call]) -> int:
     """Sequential round trips: requests that overlap in time share a round; a request
     that starts after every earlier one has ended starts a new one."""
@@ -168,7 +173,6 @@ class Sample:
     seconds: float
     requests: int
     rounds: int
-    query_rounds: int
     rcu: float
     wcu: float
     index_units: float
@@ -182,7 +186,6 @@ class Sample:
             seconds=window.seconds,
             requests=len(calls),
             rounds=rounds(calls),
-            query_rounds=rounds([c for c in calls if c.operation == "Query"]),
             rcu=sum(c.billed for c in calls if c.is_read),
             wcu=sum(c.capacity for c in calls if not c.is_read),
             index_units=sum(c.index_capacity for c in calls),
@@ -211,8 +214,6 @@ def summarise(samples: list[Sample]) -> dict[str, Any]:
         "runs": len(samples),
         "requests": median("requests"),
         "rounds": median("rounds"),
-        "queryRounds": median("query_rounds"),
-        "oneQueryRoundShare": sum(1 for s in samples if s.query_rounds == 1) / len(samples),
         "rcu": median("rcu"),
         "wcu": median("wcu"),
         "indexUnits": median("index_units"),

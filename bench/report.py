@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.measure import percentile
+from bench.measure import percentile, top_budget
 
 Row = dict[str, Any]
 VARIANT_NAMES = {
@@ -267,7 +267,7 @@ def _top_lines(results: dict[str, Any], size: int) -> list[list[str]]:
 
 
 def _budget(row: Row) -> float:
-    return 1.5 * float(row["k"]) + 2 * float(row["shards"])
+    return top_budget(float(row["k"]), float(row["shards"]))
 
 
 def _verdict(ok: bool) -> str:
