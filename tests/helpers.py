@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import requests
 
 if TYPE_CHECKING:
+    from podium.models import Page
+    from podium.ranking import TopStats
     from podium.service import LeaderboardService
 
 T = TypeVar("T")
@@ -90,18 +92,26 @@ def expected_listing(scores: dict[str, Decimal]) -> list[tuple[int, str, Decimal
     return [(1 + sum(1 for s in scores.values() if s > scores[m]), m, scores[m]) for m in ordered]
 
 
-def walk(service: LeaderboardService, board: str, limit: int) -> tuple[list[tuple[int, str, Decimal]], int]:
-    """Every page of the listing, following nextCursor; and the most rounds a page took."""
-    entries: list[tuple[int, str, Decimal]] = []
+def pages(service: LeaderboardService, board: str, limit: int) -> Iterator[tuple[Page, TopStats]]:
+    """Every page of the listing read from the index, following nextCursor, with what its
+    read cost (``last_top_stats``)."""
     cursor = None
-    most_rounds = 0
     while True:
         page = service.top(board, limit, cursor, with_data=False, consistent=True)
         assert service.last_top_stats is not None
-        most_rounds = max(most_rounds, service.last_top_stats.rounds)
-        entries.extend((e.rank, e.member_id, e.score) for e in page.entries)
+        yield page, service.last_top_stats
         assert len(page.entries) <= limit
         if page.next_cursor is None:
-            return entries, most_rounds
+            return
         assert len(page.entries) == limit
         cursor = page.next_cursor
+
+
+def walk(service: LeaderboardService, board: str, limit: int) -> tuple[list[tuple[int, str, Decimal]], int]:
+    """Every entry of the listing, page after page; and the most rounds a page took."""
+    entries: list[tuple[int, str, Decimal]] = []
+    most_rounds = 0
+    for page, stats in pages(service, board, limit):
+        most_rounds = max(most_rounds, stats.rounds)
+        entries.extend((e.rank, e.member_id, e.score) for e in page.entries)
+    return entries, most_rounds

@@ -12,7 +12,7 @@ from podium import head
 from podium.keys import ALL_TIME, rank_partition_key, shard_of
 from podium.service import LeaderboardService
 from podium.validation import board_request, member_request
-from tests.helpers import expected_listing, unique_id, walk
+from tests.helpers import expected_listing, pages, unique_id, walk
 
 pytestmark = pytest.mark.integration
 
@@ -96,20 +96,13 @@ def test_reads_steered_by_the_head_take_one_round_and_the_keys_they_need(
 
     # When the listing is walked from the index (consistent=true), 5 at a time
     entries: list[tuple[int, str, Decimal]] = []
-    cursor = None
-    while True:
-        page = service.top(board, limit, cursor, with_data=False, consistent=True)
-        stats = service.last_top_stats
-        assert stats is not None
+    for page, stats in pages(service, board, limit):
         # Then every page within the ladder's reach takes one round of shard queries, and
         # reads the page, the hint's margin and at most two ladder steps: not 10 pages
         if len(entries) <= reach:
             assert stats.rounds == 1, len(entries)
             assert stats.items <= limit + head.margin(limit) + 2 * head.LADDER_STEP, len(entries)
         entries.extend((e.rank, e.member_id, e.score) for e in page.entries)
-        if page.next_cursor is None:
-            break
-        cursor = page.next_cursor
     # And the pages are the sorted board
     assert entries == listing
 
