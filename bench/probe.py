@@ -12,7 +12,7 @@ from typing import Any
 
 from podium import head
 from podium.keys import RankOrder, member_of_key
-from podium.store import Store, profile_key, score_key
+from podium.store import Store, head_key, profile_key, score_key
 
 BOARD = "probe"
 PARTITION = "probe#all#0"
@@ -71,9 +71,7 @@ def head_items(store: Store, note: Callable[..., None]) -> None:
         )
         board = f"probe-head-{len(make_id(draw, 0))}"
         store.put_head(board, "all", head.from_index(keys[: head.LADDER_REACH + 1], member_of_key), None)
-        response = store.client.get_item(
-            TableName=store.table, Key={"pk": {"S": f"B#{board}"}, "sk": {"S": "HEAD#all"}}
-        )
+        response = store.client.get_item(TableName=store.table, Key=head_key(board, "all"))
         size = _item_bytes(response["Item"])
         note("GetItem", f"head item with its ladder, {what}: {size / 1024:.1f} KB", response)
 

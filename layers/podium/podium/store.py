@@ -638,7 +638,7 @@ class Store:
         if member_id is not None:
             keys.append(score_key(board_id, member_id, period))
         if head:
-            keys.append(_head_key(board_id, period))
+            keys.append(head_key(board_id, period))
         items = self._batch_get(keys, consistent=member_id is not None)
         board_item = items.get((f"B#{board_id}", "BOARD"))
         count_item = items.get((f"B#{board_id}", f"COUNT#{period}"))
@@ -654,7 +654,7 @@ class Store:
     def get_head(self, board_id: str, period: str, *, consistent: bool = False) -> Head | None:
         with _translate_throttling():
             response = self.client.get_item(
-                TableName=self.table, Key=_head_key(board_id, period), ConsistentRead=consistent
+                TableName=self.table, Key=head_key(board_id, period), ConsistentRead=consistent
             )
         item = response.get("Item")
         return _head_from_item(item) if item else None
@@ -665,7 +665,7 @@ class Store:
         from botocore.exceptions import ClientError
 
         item: dict[str, Any] = {
-            **_head_key(board_id, period),
+            **head_key(board_id, period),
             "k": {"B": head_codec.encode(head.keys)},
             "c": {"BOOL": head.complete},
             "v": {"N": str(head.version + 1)},
@@ -1483,7 +1483,7 @@ class BucketMoved(Exception):
     """A bucket was split or re-counted since it was read: read the buckets again."""
 
 
-def _head_key(board_id: str, period: str) -> dict[str, Any]:
+def head_key(board_id: str, period: str) -> dict[str, Any]:
     return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": f"HEAD#{period}"}}
 
 
