@@ -64,12 +64,12 @@ def head_items(store: Store, note: Callable[..., None]) -> None:
     """A full head and ladder (a board of 2,000 members) written with ``Store.put_head`` and
     read back eventually consistent, for member ids of several lengths."""
     order = RankOrder(descending=True, earliest=False)
-    for what, make_id in HEAD_ID_KINDS.items():
+    for number, (what, make_id) in enumerate(HEAD_ID_KINDS.items()):
         draw = random.Random(3)
         keys = sorted(
             order.sort_key(Decimal(draw.randrange(10**7)), make_id(draw, i), 0) for i in range(2000)
         )
-        board = f"probe-head-{len(make_id(draw, 0))}"
+        board = f"probe-head-{number}"
         store.put_head(board, "all", head.from_index(keys[: head.LADDER_REACH + 1], member_of_key), None)
         response = store.client.get_item(TableName=store.table, Key=head_key(board, "all"))
         size = _item_bytes(response["Item"])
