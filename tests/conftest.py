@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "layers" / "podium"), str(ROOT)]
@@ -44,16 +45,26 @@ EXTERNAL_SQS = os.environ.pop(SQS_ENDPOINT, "")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """With ``--dist loadgroup``, one worker takes every end-to-end test (one stack for
-    them all) and the other every DynamoDB Local integration test; unit tests go to
-    whichever is free."""
-    for item in items:
-        parts = item.path.parts
-        if "e2e" in parts:
-            item.add_marker(pytest.mark.xdist_group("stack"))
-        elif "integration" in parts:
-            item.add_marker(pytest.mark.xdist_group("dynamodb-local"))
+class LayerScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist is untyped
+    """``--dist loadgroup`` as this suite means it: every end-to-end test on one worker
+    (one local stack for them all), every DynamoDB Local integration test on the other,
+    unit tests wherever there is room. xdist's own loadgroup reads ``xdist_group`` marks off
+    node ids it rewrites, which pytest 9.2 no longer lets it do (pytest-xdist#1386): the
+    marks were silently ignored, so both workers ran both kinds and each started a stack.
+    Here the scope of a test is its layer's folder, read from the node id as it is."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        for layer in ("e2e", "integration"):
+            if nodeid.startswith(f"tests/{layer}/"):
+                return layer
+        return nodeid
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScopeScheduling | None:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return LayerScheduling(config, log)
 
 
 @contextmanager
