@@ -9,9 +9,10 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from devstack.functions import FunctionPool
@@ -25,13 +26,17 @@ def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], b
     return status, {"Content-Type": "application/json"}, body
 
 
+# Routes for tests only, with DEVSTACK_TEST_CONTROLS=1: they steer what a test cannot
+# otherwise make happen on time (the clock, a stream consumer falling behind).
+TEST_CONTROLS = "DEVSTACK_TEST_CONTROLS"
 CLOCK_PATH = "/_devstack/clock"
+STREAMS_PATH = "/_devstack/streams/"
 
 
 class ControllableClock:
     """The service's clock, set over HTTP (``PUT /_devstack/clock {"now": "…Z"}``; ``null``
-    goes back to real time). Only with DEVSTACK_CONTROLLABLE_CLOCK=1: tests of period
-    boundaries move time instead of waiting for midnight."""
+    goes back to real time): tests of period boundaries move time instead of waiting for
+    midnight."""
 
     def __init__(self) -> None:
         self.fixed: datetime | None = None
@@ -51,11 +56,35 @@ class ControllableClock:
         return 200, {"Content-Type": "application/json"}, json.dumps({"now": now}).encode()
 
 
+class Pausable(Protocol):
+    def pause(self, paused: bool) -> None: ...
+
+
+def pause_consumer(
+    consumers: Mapping[str, Pausable], function: str, method: str, body: bytes
+) -> tuple[int, dict[str, str], bytes]:
+    """``PUT /_devstack/streams/<Function> {"paused": true}``: the consumer stops reading its
+    stream (records wait there, as behind a Lambda that is throttled or failing) until
+    ``{"paused": false}``: tests of what a late consumer does."""
+    consumer = consumers.get(function)
+    if consumer is None:
+        return _error(404, "NotFound", f"no stream consumer {function}: {', '.join(sorted(consumers))}")
+    try:
+        paused = json.loads(body or b"{}")["paused"]
+    except (ValueError, KeyError, TypeError):
+        paused = None
+    if method != "PUT" or not isinstance(paused, bool):
+        return _error(400, "ValidationError", 'PUT a body {"paused": true} or {"paused": false}')
+    consumer.pause(paused)
+    return 200, {"Content-Type": "application/json"}, json.dumps({"paused": paused}).encode()
+
+
 class Gateway:
-    def __init__(self, routes: list[Route]) -> None:
+    def __init__(self, routes: list[Route], consumers: Mapping[str, Pausable] | None = None) -> None:
         self.routes = routes
         self.clock: ControllableClock | None = None
-        if os.environ.get("DEVSTACK_CONTROLLABLE_CLOCK") == "1":
+        self.consumers = consumers if os.environ.get(TEST_CONTROLS) == "1" else None
+        if os.environ.get(TEST_CONTROLS) == "1":
             from podium import clock
 
             self.clock = ControllableClock()
@@ -121,9 +150,14 @@ class Gateway:
         self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str
     ) -> tuple[int, dict[str, str], bytes]:
         split = urlsplit(target)
-        path = unquote(split.path) or "/"
-        if self.clock is not None and path == CLOCK_PATH:
+        # API Gateway matches routes on the path as sent, still percent-encoded, so an
+        # escaped "/" or "#" stays inside its segment; the REST proxy event's ``path`` is
+        # that raw path too, and the handler decodes its parameters (podium.http).
+        path = split.path or "/"
+        if self.clock is not None and unquote(path) == CLOCK_PATH:
             return self.clock.handle(method, body)
+        if self.consumers is not None and path.startswith(STREAMS_PATH):
+            return pause_consumer(self.consumers, unquote(path[len(STREAMS_PATH) :]), method, body)
         found = self.match(method, path)
         if found is None:
             return _error(404, "NotFound", f"no route for {method} {path}")

@@ -149,7 +149,8 @@ class Stack:
             poller.start()
             self.pollers.append(poller)
 
-        self.api = ApiServer(Gateway(spec.routes()), self.host, self.port, self.verbose)
+        consumers = {poller.consumer.function: poller for poller in self.pollers}
+        self.api = ApiServer(Gateway(spec.routes(), consumers), self.host, self.port, self.verbose)
         self.api.start()
         for schedule in spec.schedules():
             if schedule.enabled:

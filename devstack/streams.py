@@ -219,6 +219,7 @@ class StreamPoller:
         self.shards: dict[str, ShardState] = {}
         self.finished: set[str] = set()
         self._stop = threading.Event()
+        self._paused = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"stream-{consumer.function}", daemon=True)
         self.delivered = 0
         self.retry_delay = RETRY_DELAY
@@ -231,6 +232,13 @@ class StreamPoller:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+    def pause(self, paused: bool) -> None:
+        """Stop reading the stream (after the batch in hand), or go on where it stopped."""
+        if paused:
+            self._paused.set()
+        else:
+            self._paused.clear()
 
     def _discover(self) -> None:
         description = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
@@ -251,6 +259,9 @@ class StreamPoller:
     def _run(self) -> None:
         last_discovery = 0.0
         while not self._stop.is_set():
+            if self._paused.is_set():
+                self._stop.wait(POLL_INTERVAL)
+                continue
             try:
                 if time.monotonic() - last_discovery > 1.0:
                     self._discover()

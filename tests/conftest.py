@@ -155,7 +155,7 @@ def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLa
             SNS_ENDPOINT: aws_messaging_endpoint,
             SQS_ENDPOINT: sqs_endpoint,
             "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
-            "DEVSTACK_CONTROLLABLE_CLOCK": "1",
+            "DEVSTACK_TEST_CONTROLS": "1",
         }
         table_prefix = f"e2e{uuid.uuid4().hex[:8]}-"
         server = LocalServer.launch(

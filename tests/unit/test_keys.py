@@ -79,7 +79,7 @@ def test_shards_are_stable_and_in_range() -> None:
 
 
 def test_cursor_round_trip_and_rejections() -> None:
-    cursor = Cursor("images", "2501#img", 3, 2)
+    cursor = Cursor("images", "2501#img")
     assert Cursor.decode(cursor.encode(), "images") == cursor
     with pytest.raises(ValidationError, match="cursor"):
         Cursor.decode(cursor.encode(), "other-board")

@@ -117,7 +117,7 @@ class Aggregator:
             if state is not None and new_score == state.score:
                 return  # nothing changes; doing nothing again on redelivery is the same
             version = state.version if state else None
-            new_state = ScoreState(new_score, (version or 0) + 1, reached)
+            new_state = state.then(new_score, reached) if state else ScoreState.first(new_score, reached)
             try:
                 self.store.write_score(
                     target_id, target, record.member_id, version, new_state, period, mark=mark

@@ -167,17 +167,16 @@ class Folder:
             state = self.store.get_score(board_id, member_id, period)
             new_score = numbers.check_score(numbers.add(state.score if state else Decimal(0), total), "score")
             version = state.version if state else None
-            if state is not None and new_score == state.score:
-                reached = state.reached_at_us  # an unchanged score does not move the member
-            else:
-                reached = int(self.clock().timestamp() * 1_000_000)
+            # An unchanged score does not move the member (``ScoreState.then``).
+            reached = int(self.clock().timestamp() * 1_000_000)
+            new_state = state.then(new_score, reached) if state else ScoreState.first(new_score, reached)
             try:
                 self.store.write_score(
                     board_id,
                     settings,
                     member_id,
                     version,
-                    ScoreState(new_score, (version or 0) + 1, reached),
+                    new_state,
                     period,
                     mark=f"FOLD#{owner}#{fold}",
                 )

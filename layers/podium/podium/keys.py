@@ -119,16 +119,15 @@ class RankOrder:
 
 @dataclass(frozen=True)
 class Cursor:
-    """A position in a listing: after the entry with ``sort_key``, which held ``position``
-    in the listing and ``rank`` as its rank."""
+    """A position in a listing: just after the entry with ``sort_key``. It carries no rank
+    or position: those are counted when the next page is read, so that the page shows the
+    ranks of the board as it is then (members may have arrived above the cursor since)."""
 
     board_id: str
     sort_key: str
-    position: int
-    rank: int
 
     def encode(self) -> str:
-        raw = json.dumps({"b": self.board_id, "k": self.sort_key, "p": self.position, "r": self.rank})
+        raw = json.dumps({"b": self.board_id, "k": self.sort_key})
         return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii").rstrip("=")
 
     @classmethod
@@ -136,9 +135,9 @@ class Cursor:
         try:
             padded = text + "=" * (-len(text) % 4)
             raw = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-            cursor = cls(str(raw["b"]), str(raw["k"]), int(raw["p"]), int(raw["r"]))
+            cursor = cls(str(raw["b"]), str(raw["k"]))
         except (ValueError, KeyError, TypeError, binascii.Error, UnicodeError) as error:
             raise ValidationError("cursor is not valid: pass the nextCursor of a previous page") from error
-        if cursor.board_id != board_id or cursor.position < 1 or cursor.rank < 1:
+        if cursor.board_id != board_id or not cursor.sort_key:
             raise ValidationError("cursor is not valid for this board")
         return cursor

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -86,13 +86,114 @@ class Board:
         return body
 
 
+# A score item keeps the scores it held before, newest first, as many as fit in this many
+# characters: a change read late from the stream is judged against the scores of that
+# moment (podium.notifier), and the item stays under 1 KB (1 WCU) with the longest ids.
+HISTORY_CHARS = 200
+
+
+class Unknown:
+    """What ``ScoreState.score_at`` answers for a moment older than the history it keeps."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = Unknown()
+
+
 @dataclass(frozen=True)
 class ScoreState:
     """What the score item holds: small, and apart from the member's data."""
 
     score: Decimal
-    version: int
-    reached_at_us: int
+    version: int  # 1 for the first score of a period, one more for every change
+    reached_at_us: int  # when the score became ``score``
+    # The scores held before, newest first, as (since when, score), and whether they go
+    # back to the item's first score (older ones are dropped to keep within HISTORY_CHARS).
+    history: tuple[tuple[int, Decimal], ...] = ()
+    history_complete: bool = True
+
+    @classmethod
+    def first(cls, score: Decimal, reached_at_us: int) -> ScoreState:
+        return cls(score, 1, reached_at_us)
+
+    def then(self, score: Decimal, reached_at_us: int) -> ScoreState:
+        """The state after a write of ``score``: a new score remembers this one; the same
+        score (a fold that adds up to nothing) keeps its time and history."""
+        if score == self.score:
+            return replace(self, version=self.version + 1)
+        held = ((self.reached_at_us, self.score), *self.history)
+        kept = held
+        while kept and len(encode_history(kept)) > HISTORY_CHARS:
+            kept = kept[:-1]
+        complete = self.history_complete and len(kept) == len(held)
+        return ScoreState(score, self.version + 1, reached_at_us, kept, complete)
+
+    def score_at(self, moment_us: int) -> Decimal | Unknown | None:
+        """The score this member held at ``moment_us``: None when it had none yet in this
+        item's life, UNKNOWN when that is older than the history kept."""
+        if moment_us >= self.reached_at_us:
+            return self.score
+        for since, score in self.history:
+            if moment_us >= since:
+                return score
+        return None if self.history_complete else UNKNOWN
+
+    def history_text(self) -> str:
+        """The history as the item keeps it: ``since:score`` pairs, newest first, after a
+        ``~`` when older ones were dropped."""
+        return ("" if self.history_complete else "~") + encode_history(self.history)
+
+
+def encode_history(history: tuple[tuple[int, Decimal], ...]) -> str:
+    return ";".join(f"{since}:{score}" for since, score in history)
+
+
+def decode_history(text: str) -> tuple[tuple[tuple[int, Decimal], ...], bool]:
+    """The history and whether it is complete, from ``ScoreState.history_text``."""
+    complete = not text.startswith("~")
+    text = text.lstrip("~")
+    if not text:
+        return (), complete
+    pairs = (part.split(":", 1) for part in text.split(";"))
+    return tuple((int(since), Decimal(score)) for since, score in pairs), complete
+
+
+# A follow that ended is remembered this long, longer than a stream keeps a record (24 h),
+# so that a change read late is judged by who followed whom at its moment.
+ENDED_FOLLOW_KEEP_US = 48 * 3600 * 1_000_000
+
+
+@dataclass(frozen=True)
+class Rivals:
+    """A member's rivals list, with when it began to follow each (``since``, in µs) and the
+    follows that ended lately (``ended``: rival -> (since, until))."""
+
+    ids: tuple[str, ...] = ()
+    since: dict[str, int] = field(default_factory=dict)
+    ended: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def followed_at(self, rival: str, moment_us: int) -> bool:
+        """Whether this member followed ``rival`` at ``moment_us``. A list written before
+        follows had times counts its rivals as followed all along."""
+        if rival in self.ids and self.since.get(rival, 0) <= moment_us:
+            return True
+        if rival in self.ended:
+            began, ended = self.ended[rival]
+            return began <= moment_us < ended
+        return False
+
+    def replaced(self, ids: list[str], now_us: int) -> Rivals:
+        """The list after replacing it by ``ids`` at ``now_us``: a rival kept keeps its
+        ``since``; one dropped is remembered as ended for ENDED_FOLLOW_KEEP_US (the latest
+        such span of each rival)."""
+        since = {rival: self.since.get(rival, 0) if rival in self.ids else now_us for rival in ids}
+        ended = {rival: span for rival, span in self.ended.items() if span[1] > now_us - ENDED_FOLLOW_KEEP_US}
+        for rival in self.ids:
+            if rival not in ids:
+                ended[rival] = (self.since.get(rival, 0), now_us)
+        return Rivals(tuple(ids), since, ended)
 
 
 @dataclass(frozen=True)

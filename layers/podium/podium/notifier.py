@@ -18,18 +18,21 @@ not yet marked published: a publish is retried, never silently dropped.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Protocol
 
 from podium.changes import ScoreRecord, derived_id, score_record
 from podium.keys import rank_partition_key
-from podium.models import BoardSettings, Notification
+from podium.models import BoardSettings, Notification, Unknown
 from podium.ranking import merge_shards
 from podium.store import LeaderState, Store
 
 INBOX_TTL_SECONDS = 30 * 24 * 3600
 MAX_ATTEMPTS = 16
+
+log = logging.getLogger(__name__)
 
 SettingsOf = Callable[[str], BoardSettings]
 Leader = tuple[str, str, Decimal]  # member id, sort key, score
@@ -58,24 +61,41 @@ class Notifier:
     # -- overtaken --------------------------------------------------------------------
 
     def overtaken(self, record: ScoreRecord, settings: BoardSettings) -> list[Notification]:
+        """The followers of the record's member that its change passed, judged as of the
+        change, however late it is read: who followed the member then (``Rivals``), and
+        each one's score then (the score item's history). A follower whose score changed
+        more often since than its history keeps is not told (logged): better silent than
+        wrong."""
         assert record.new is not None
         followers = self.store.followers(record.board_id, record.member_id)
         followers = [f for f in followers if f != record.member_id]
         if not followers:
             return []
+        moment = record.changed_us
         found = []
         states = self.store.follower_states(record.board_id, followers, record.period)
         for follower, (state, rivals) in states.items():
-            if state is None or record.member_id not in rivals:
-                continue  # gone, or a stale edge of a rivals list since replaced
-            was_better = record.old is not None and settings.is_better(record.old, state.score)
-            if not was_better and settings.is_better(record.new, state.score):
+            if state is None or not rivals.followed_at(record.member_id, moment):
+                continue  # gone, or not following the member when it changed
+            score = state.score_at(moment)
+            if score is None:
+                continue  # no score yet when the member changed
+            if isinstance(score, Unknown):
+                log.warning(
+                    "cannot tell %s's score when %s changed on %s: its history is too short",
+                    follower,
+                    record.member_id,
+                    record.board_id,
+                )
+                continue
+            was_better = record.old is not None and settings.is_better(record.old, score)
+            if not was_better and settings.is_better(record.new, score):
                 found.append(
                     _notification(
                         record,
                         "overtaken",
                         to=follower,
-                        score=state.score,
+                        score=score,
                         by=record.member_id,
                         by_score=record.new,
                     )
@@ -144,15 +164,18 @@ class Notifier:
     ) -> list[Notification]:
         new_id, _, new_score = leader
         still_there = self.store.get_score(record.board_id, previous, record.period)
-        by_score = still_there.score if still_there else (previous_score or Decimal(0))
+        # The previous leader's score when the lead changed: None if it is gone (or was
+        # since deleted and added again); its score now if its history does not reach back.
+        held = still_there.score_at(record.changed_us) if still_there else None
+        if isinstance(held, Unknown):
+            held = still_there.score if still_there else None
+        by_score = held if held is not None else (previous_score or Decimal(0))
         notifications = [
             _notification(record, "newLeader", to=new_id, score=new_score, by=previous, by_score=by_score)
         ]
-        if still_there is not None:  # a deleted leader is told nothing
+        if held is not None:  # a deleted leader is told nothing
             notifications.append(
-                _notification(
-                    record, "newLeader", to=previous, score=still_there.score, by=new_id, by_score=new_score
-                )
+                _notification(record, "newLeader", to=previous, score=held, by=new_id, by_score=new_score)
             )
         return notifications
 

@@ -10,13 +10,15 @@ import random
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from podium import buckets, clock, numbers, periods
-from podium.buckets import just_below
+from podium.buckets import just_above, just_below
 from podium.errors import Conflict, NotFound, ValidationError
 from podium.keys import ALL_TIME, Cursor, RankOrder, rank_partition_key
 from podium.models import (
@@ -28,6 +30,7 @@ from podium.models import (
     Notification,
     Page,
     RankedEntry,
+    Rivals,
     ScoreChange,
     ScoreState,
 )
@@ -44,6 +47,8 @@ from podium.store import ItemMissing, Store, VersionConflict, View, default_stor
 from podium.validation import BoardRequest, EventRequest, MemberRequest
 
 Clock = Callable[[], datetime]
+A = TypeVar("A")
+B = TypeVar("B")
 
 # Optimistic locking retries: under N concurrent writers to one member each round lets
 # one through, so this bounds the contention a single member's item absorbs before the
@@ -70,6 +75,24 @@ def apply_operator(settings: BoardSettings, old: Decimal | None, value: Decimal)
     if settings.operator == "best" and old is not None:
         return value if settings.is_better(value, old) else old
     return value
+
+
+@dataclass(frozen=True)
+class Before:
+    """What precedes a page that continues after a cursor, counted when the page is read:
+    ``position`` entries sort at or before the cursor's key, ``rank`` of them have a score
+    strictly better than the cursor's ``score`` (for shared ranks)."""
+
+    position: int
+    rank: int
+    score: Decimal
+
+
+@cache
+def _side_pool() -> ThreadPoolExecutor:
+    """Threads for the second of two reads a request makes at once; apart from the store's
+    pool, which both reads use for their shard queries."""
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="podium-side")
 
 
 def _backoff(attempt: int) -> None:
@@ -157,7 +180,7 @@ class LeaderboardService:
             if profile is None:
                 score = request.score if request.score is not None or windowed else Decimal(0)
                 data = request.data if request.data is not None else {}
-                new_state = ScoreState(score, 1, reached) if score is not None else None
+                new_state = ScoreState.first(score, reached) if score is not None else None
                 if self.store.create_member(board_id, settings, member_id, data, new_state, period, now):
                     return Member(board_id, member_id, score, data, now, now), True
                 continue
@@ -166,7 +189,7 @@ class LeaderboardService:
             if request.score is not None and request.score != score:
                 score = request.score
                 version = state.version if state else None
-                change = (version, ScoreState(score, (version or 0) + 1, reached))
+                change = (version, state.then(score, reached) if state else ScoreState.first(score, reached))
             try:
                 self.store.update_member(board_id, settings, member_id, request.data, change, period, now)
             except (VersionConflict, ItemMissing):
@@ -216,7 +239,8 @@ class LeaderboardService:
             if state is not None and new_score == state.score:
                 return ScoreChange(member_id, state.score, state.score)
             version = state.version if state else None
-            new_state = ScoreState(new_score, (version or 0) + 1, to_microseconds(now))
+            reached = to_microseconds(now)
+            new_state = state.then(new_score, reached) if state else ScoreState.first(new_score, reached)
             try:
                 self.store.write_score(board_id, settings, member_id, version, new_state, period)
             except ItemMissing as error:
@@ -266,14 +290,19 @@ class LeaderboardService:
             raise NotFound(f"member {member_id} does not exist on board {board_id}")
 
     def put_rivals(self, board_id: str, member_id: str, rivals: list[str]) -> list[str]:
+        """Replace the member's rivals, remembering since when it follows each (and, for a
+        while, whom it stopped following and when), so that the notifier judges a change
+        by who followed whom at its moment."""
         self._require_member(board_id, member_id)
-        previous = self.store.get_rivals(board_id, member_id) or []
-        self.store.put_rivals(board_id, member_id, rivals, previous)
+        previous = self.store.get_rivals(board_id, member_id) or Rivals()
+        replaced = previous.replaced(rivals, to_microseconds(self.clock()))
+        self.store.put_rivals(board_id, member_id, replaced, previous)
         return rivals
 
     def get_rivals(self, board_id: str, member_id: str) -> list[str]:
         self._require_member(board_id, member_id)
-        return self.store.get_rivals(board_id, member_id) or []
+        found = self.store.get_rivals(board_id, member_id)
+        return list(found.ids) if found else []
 
     def notifications(
         self, board_id: str, member_id: str, limit: int, cursor: str | None
@@ -391,11 +420,49 @@ class LeaderboardService:
             served = head.page(limit)
             if served is not None:
                 head_keys, more = served
-                return self._page(board_id, order, head_keys, more, None, scope, with_data, total)
+                return self._page(order, head_keys, more, scope, with_data, board_id, total)
         partitions = self._partitions(board_id, settings, period)
         hint = head.hint(after, limit) if head is not None else None
-        keys = self._gather_top(partitions, after, limit, hint)
-        return self._page(board_id, order, keys[:limit], len(keys) > limit, cursor, scope, with_data, total)
+        if cursor is None:
+            keys = self._gather_top(partitions, after, limit, hint)
+            return self._page(order, keys[:limit], len(keys) > limit, scope, with_data, board_id, total)
+        # The page's place in the listing is counted now, alongside the page's own read:
+        # the entries before the cursor (and, for shared ranks, those strictly better than
+        # its score) as the board stands, not as it stood when the cursor was made.
+        try:
+            cursor_score, _ = order.parse(cursor.sort_key)
+        except (ValueError, IndexError) as error:
+            raise ValidationError("cursor is not valid: pass the nextCursor of a previous page") from error
+        bounds = [just_above(cursor.sort_key)]
+        if not order.earliest:
+            bounds.insert(0, order.score_bound(cursor_score))
+        keys, counts = self._together(
+            lambda: self._gather_top(partitions, after, limit, hint),
+            lambda: self._count_before(board_id, settings, period, bounds, total, consistent=consistent),
+        )
+        before = Before(position=counts[-1], rank=counts[0], score=cursor_score)
+        return self._page(order, keys[:limit], len(keys) > limit, scope, with_data, board_id, total, before)
+
+    def _together(self, first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+        """Run two reads at once (each may fan out to the shards on the store's pool)."""
+        other = _side_pool().submit(second)
+        return first(), other.result()
+
+    def _count_before(
+        self,
+        board_id: str,
+        settings: BoardSettings,
+        period: str,
+        bounds: list[str],
+        total: int,
+        *,
+        consistent: bool,
+    ) -> list[int]:
+        """How many index entries sort below each of the sorted ``bounds``: counted in the
+        index with ``consistent``, else as ``rank`` counts (``_count_better``)."""
+        if consistent:
+            return self._count_below_naive(self._partitions(board_id, settings, period), bounds)
+        return self._count_better(board_id, settings, period, bounds, total)
 
     def _gather_top(
         self, partitions: list[str], after: str | None, limit: int, hint: Hint | None
@@ -412,28 +479,24 @@ class LeaderboardService:
 
     def _page(
         self,
-        board_id: str,
         order: RankOrder,
         keys: list[str],
         more: bool,
-        cursor: Cursor | None,
         scope: str,
         with_data: bool,
+        board_id: str,
         total: int,
+        before: Before | None = None,
     ) -> Page:
-        """The listing entries for consecutive ``keys`` (after ``cursor``), ranked."""
+        """The listing entries for consecutive ``keys``, ranked: from the top, or after
+        ``before``'s count of entries."""
         entries = decode(order, keys)
         previous = None
         first_position = 1
-        if cursor is not None:
-            try:
-                previous_score, _ = order.parse(cursor.sort_key)
-            except (ValueError, IndexError) as error:
-                raise ValidationError(
-                    "cursor is not valid: pass the nextCursor of a previous page"
-                ) from error
-            previous = (previous_score, cursor.rank)
-            first_position = cursor.position + 1
+        if before is not None:
+            first_position = before.position + 1
+            # An entry that shares the cursor's score shares the rank of that score.
+            previous = (before.score, before.rank + 1)
         ranked = assign_ranks(
             entries, earliest=order.earliest, first_position=first_position, previous=previous
         )
@@ -441,10 +504,7 @@ class LeaderboardService:
             ranked = self._with_data(board_id, ranked)
         next_cursor = None
         if more and ranked:
-            last = ranked[-1]
-            next_cursor = Cursor(
-                scope, entries[-1].sort_key, first_position + len(ranked) - 1, last.rank
-            ).encode()
+            next_cursor = Cursor(scope, entries[-1].sort_key).encode()
         return Page(entries=ranked, total=total, next_cursor=next_cursor)
 
     def _with_data(self, board_id: str, entries: list[RankedEntry]) -> list[RankedEntry]:

@@ -39,7 +39,18 @@ from podium.config import Settings
 from podium.errors import Throttled
 from podium.head import Head
 from podium.keys import ALL_TIME, SEPARATOR, member_of_key, rank_partition_key, shard_of
-from podium.models import Board, BoardSettings, LoggedEvent, Notification, RankedEntry, ScoreState, Snapshot
+from podium.models import (
+    ENDED_FOLLOW_KEEP_US,
+    Board,
+    BoardSettings,
+    LoggedEvent,
+    Notification,
+    RankedEntry,
+    Rivals,
+    ScoreState,
+    Snapshot,
+    decode_history,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -251,7 +262,7 @@ class Store:
                 TableName=self.table,
                 Key=score_key(board_id, member_id, period),
                 ConsistentRead=True,
-                ProjectionExpression="s, v, t",
+                ProjectionExpression="s, v, t, h",
             )
         item = response.get("Item")
         return _score_from_item(item) if item else None
@@ -468,6 +479,7 @@ class Store:
             "s": _serializer.serialize(state.score),
             "v": {"N": str(state.version)},
             "t": {"N": str(state.reached_at_us)},
+            **({"h": {"S": state.history_text()}} if state.version > 1 else {}),
             "rpk": {"S": rank_partition_key(board_id, period, shard_of(member_id, settings.shards))},
             "rsk": {"S": order.sort_key(state.score, member_id, state.reached_at_us)},
         }
@@ -907,41 +919,45 @@ class Store:
 
     # -- rivals and the inbox ---------------------------------------------------------
 
-    def get_rivals(self, board_id: str, member_id: str) -> list[str] | None:
+    def get_rivals(self, board_id: str, member_id: str) -> Rivals | None:
         with _translate_throttling():
             response = self.client.get_item(
-                TableName=self.table,
-                Key={"pk": {"S": member_pk(board_id, member_id)}, "sk": {"S": "RIVALS"}},
-                ConsistentRead=True,
+                TableName=self.table, Key=_rivals_key(board_id, member_id), ConsistentRead=True
             )
         item = response.get("Item")
-        return [v["S"] for v in item["ids"]["L"]] if item else None
+        return _rivals_from_item(item) if item else None
 
-    def put_rivals(self, board_id: str, member_id: str, rivals: list[str], previous: list[str]) -> None:
+    def put_rivals(self, board_id: str, member_id: str, rivals: Rivals, previous: Rivals) -> None:
         """Replace the member's rivals. Follower edges (``F#{board}#{rival}`` / follower)
-        let one query find who follows a member; new edges are written before the list and
-        stale ones removed after it, and readers trust an edge only if the list agrees, so
-        a request that fails half-way changes nothing anyone can see."""
-        added = [r for r in rivals if r not in previous]
-        removed = [r for r in previous if r not in rivals]
+        let one query find who follows a member; new edges are written before the list, and
+        the edges of rivals dropped expire after the list (they stay while a late change
+        may still be judged by the follow that ended: ``Rivals.ended``). Readers trust an
+        edge only as far as the list agrees, so a request that fails half-way changes
+        nothing anyone can see."""
+        added = [r for r in rivals.ids if r not in previous.ids]
+        removed = [r for r in previous.ids if r not in rivals.ids]
         self._batch_write(
             [{"PutRequest": {"Item": _edge_key(board_id, rival, member_id)}} for rival in added]
         )
+        item: dict[str, Any] = {
+            **_rivals_key(board_id, member_id),
+            "ids": {"L": [{"S": r} for r in rivals.ids]},
+            "since": {"M": {r: {"N": str(t)} for r, t in rivals.since.items()}},
+            "ended": {"M": {r: {"L": [{"N": str(a)}, {"N": str(b)}]} for r, (a, b) in rivals.ended.items()}},
+        }
         with _translate_throttling():
-            self.client.put_item(
-                TableName=self.table,
-                Item={
-                    "pk": {"S": member_pk(board_id, member_id)},
-                    "sk": {"S": "RIVALS"},
-                    "ids": {"L": [{"S": r} for r in rivals]},
-                },
-            )
+            self.client.put_item(TableName=self.table, Item=item)
+        expires = str(int(time.time()) + ENDED_FOLLOW_KEEP_US // 1_000_000)
         self._batch_write(
-            [{"DeleteRequest": {"Key": _edge_key(board_id, rival, member_id)}} for rival in removed]
+            [
+                {"PutRequest": {"Item": {**_edge_key(board_id, rival, member_id), "ttl": {"N": expires}}}}
+                for rival in removed
+            ]
         )
 
     def followers(self, board_id: str, member_id: str) -> list[str]:
-        """The members whose rivals list names ``member_id`` (one query, paginated)."""
+        """The members whose rivals list names ``member_id``, or did lately (one query,
+        paginated)."""
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :p",
@@ -952,12 +968,12 @@ class Store:
 
     def follower_states(
         self, board_id: str, followers: Sequence[str], period: str
-    ) -> dict[str, tuple[ScoreState | None, list[str]]]:
+    ) -> dict[str, tuple[ScoreState | None, Rivals]]:
         """Each follower's score and rivals list, in one batched read."""
         keys = []
         for follower in followers:
             keys.append(score_key(board_id, follower, period))
-            keys.append({"pk": {"S": member_pk(board_id, follower)}, "sk": {"S": "RIVALS"}})
+            keys.append(_rivals_key(board_id, follower))
         items = self._batch_get(keys, consistent=True)
         states = {}
         for follower in followers:
@@ -966,7 +982,7 @@ class Store:
             rivals = items.get((pk, "RIVALS"))
             states[follower] = (
                 _score_from_item(score) if score else None,
-                [v["S"] for v in rivals["ids"]["L"]] if rivals else [],
+                _rivals_from_item(rivals) if rivals else Rivals(),
             )
         return states
 
@@ -1539,6 +1555,18 @@ def _bucket_from_item(item: dict[str, Any], prefix_length: int) -> Bucket:
     )
 
 
+def _rivals_key(board_id: str, member_id: str) -> dict[str, Any]:
+    return {"pk": {"S": member_pk(board_id, member_id)}, "sk": {"S": "RIVALS"}}
+
+
+def _rivals_from_item(item: dict[str, Any]) -> Rivals:
+    since = {r: int(v["N"]) for r, v in item.get("since", {}).get("M", {}).items()}
+    ended = {
+        r: (int(v["L"][0]["N"]), int(v["L"][1]["N"])) for r, v in item.get("ended", {}).get("M", {}).items()
+    }
+    return Rivals(tuple(v["S"] for v in item["ids"]["L"]), since, ended)
+
+
 def _edge_key(board_id: str, rival: str, follower: str) -> dict[str, Any]:
     return {"pk": {"S": f"F#{board_id}{SEPARATOR}{rival}"}, "sk": {"S": follower}}
 
@@ -1669,7 +1697,10 @@ def _board_from_item(board_id: str, item: dict[str, Any]) -> Board:
 def _score_from_item(item: dict[str, Any]) -> ScoreState:
     score = _deserializer.deserialize(item["s"])
     assert isinstance(score, Decimal)
-    return ScoreState(score=score, version=int(item["v"]["N"]), reached_at_us=int(item["t"]["N"]))
+    version = int(item["v"]["N"])
+    # An item written before scores kept their history knows none of its older scores.
+    history, complete = decode_history(item["h"]["S"]) if "h" in item else ((), version == 1)
+    return ScoreState(score, version, int(item["t"]["N"]), history, complete)
 
 
 def _profile_from_item(item: dict[str, Any]) -> dict[str, Any]:
