@@ -1,4 +1,5 @@
-"""Score buckets: rank on a board of any size in a bounded number of reads.
+"""Score buckets: rank on a board of any size in a bounded number of reads, exactly,
+however busy the board.
 
 Rank by COUNT (the reference pattern) reads every index entry above a member: a member
 ranked 1,000,000th costs thousands of RCU. Instead the aggregating stream consumer keeps,
@@ -12,47 +13,203 @@ A rank is then
 which reads the bucket items up to the member's bucket (one query) and at most one
 bucket's worth of index keys per shard (one round of queries), however deep the rank.
 
-**Re-splitting.** A bucket that grows past ``SPLIT_AT`` members is split at its median
-key. The two halves are counted from the index at that moment (``counted_at``), so each
-half's count is a *snapshot* of the index plus the changes applied after it.
+**Counted by the stream.** Every change of a sort key moves one from the bucket of the
+old key to the bucket of the new one, once per stream record. A bucket that has only ever
+been counted that way (the first bucket of a board, counted from empty) is exact as of
+the records applied.
 
-**Exactness.** A bucket's count must equal the number of index entries in its range. A
-change of a member's sort key reaches the buckets through the stream, after the index
-already shows it. When a change is applied to a bucket, it is compared with the bucket's
-snapshot time: a change written after the snapshot is not in it (apply it); a change
-written more than ``INDEX_LAG`` before is in it already (skip it); a change written in
-between may or may not be, so the bucket is marked *dirty*. A rank never trusts a dirty
-bucket's count: it counts that bucket's range in the index instead (exact, a little more
-read), and the consumer re-counts dirty buckets once they have been quiet. Ranks are exact
-as of the changes the stream has applied, like ``total``; ``consistent=true`` counts the
-whole index instead.
+**Splitting without losing exactness.** A bucket past ``SPLIT_AT`` members is split at
+keys that cut it into parts of about ``REBUILD_SIZE`` (two at least, ``MAX_PIECES`` at
+most), and the parts' counts must come from the index: the stream has no record of which
+part each member is in. A scan of the index is not a moment of
+the stream, though: it may show writes the consumer has not applied yet (the stream
+trails the index), and miss writes it has applied (the index trails the table by up to
+``INDEX_LAG_US``). So a split takes two steps:
+
+1. *Start* (``start_split``): the bucket records the cut keys and the time ``T0``, and its
+   epoch moves, so that from then on every record applied to it also records, per member,
+   which part (or none) its new key falls in (the bucket's *parts*).
+2. *Finish* (``finish_split``, at least ``SETTLE_US`` after ``T0``): the bucket's range is
+   scanned. Every record applied before ``T0`` was written before it, so the scan shows it.
+   A member with a record applied since ``T0`` is counted in the part its parts say (the
+   stream's view); every other member in the part the scan shows it in (which may be a
+   write the stream has not brought yet). The new buckets replace the old one in one
+   transaction, conditional on nothing having been applied to it since it was read.
+
+**Records the scan already showed.** After a finish, a record written before the scan
+ended (``snapshot_end_us``, give or take ``SKEW_US`` of clock skew) may still arrive, and
+the scan may already hold it: applying it again would count it twice. For such a record a
+bucket takes the member's *old* membership not from the record's old key but from what
+the bucket's count assumes: the member's entry in the bucket's *moved* map if a record
+has set it since, else whether the scan showed it there (the bucket's *snapshot*, a set
+of member hashes kept in an item of its own). Its new membership is the record's new key,
+and the moved map records it. A record written after the scan cannot be in it, and every
+earlier record of its member was applied before it (a stream keeps one item's records in
+order), so for it the old key is the truth; within one more ``SKEW_US`` (a later record
+of the member may carry an earlier time) the moved map still records it. Then each
+member counts once, in the bucket of the last key the counts have seen, and a bucket's
+count equals the index entries in its range once the stream has caught up. ``steps``
+decides all of it; a property test replays random histories (index lag, late and repeated
+records, splits at any moment) against a plain sorted list.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-SPLIT_AT = 1024  # a bucket past this many members is split at its median
+SPLIT_AT = 1024  # a bucket past this many members is split
+MAX_PIECES = 16  # the most parts one split cuts a bucket into
 REBUILD_SIZE = 768  # members per bucket when rebuilt from the index: between a split's halves and SPLIT_AT
 INDEX_LAG_US = 1_000_000  # how far the index may trail a write (DynamoDB: "typically < 1 s")
-RECOUNT_QUIET_US = 2_000_000  # a dirty bucket is re-counted when no change reached it for this long
+SKEW_US = 1_000_000  # how far the writers' and the consumers' clocks may differ
+SETTLE_US = INDEX_LAG_US + SKEW_US + 1_000_000  # from a split's start to its scan, at least
 BELOW_EVERY_KEY = ""  # the first bucket's lower bound
+
+OUT = 0  # a key outside a splitting bucket; inside, its part is numbered from 1
 
 
 @dataclass(frozen=True)
 class Bucket:
     lo: str  # the lowest sort key the bucket holds
     count: int
-    epoch: int  # changes when the bucket's range or snapshot changes (split, re-count)
-    # When ``count`` was read from the index: the snapshot holds every write before
-    # ``snapshot_from_us - INDEX_LAG_US`` and none after ``snapshot_to_us``. Both are 0 for a
-    # bucket the stream has counted from empty.
-    snapshot_from_us: int = 0
-    snapshot_to_us: int = 0
-    dirty: bool = False
-    last_change_us: int = 0  # the latest write time of a change applied to the bucket
+    epoch: int  # changes whenever the bucket's range or what it records changes
+    # When the count was last taken from a scan of the index (0: it never was), and which
+    # snapshot item holds the members that scan showed in the bucket.
+    snapshot_end_us: int = 0
+    snapshot_epoch: int = 0
+    # While a split is under way: the keys its parts after the first will start at, and
+    # since when.
+    cuts: tuple[str, ...] = ()
+    split_since_us: int = 0
+
+    @property
+    def splitting(self) -> bool:
+        return bool(self.cuts)
+
+    def in_window(self, written_us: int) -> bool:
+        """Whether the bucket's last scan may already show a change written at ``written_us``."""
+        return self.snapshot_end_us > 0 and written_us <= self.snapshot_end_us + SKEW_US
+
+    def in_band(self, written_us: int) -> bool:
+        """Whether a change written at ``written_us``, past the window, may still be followed
+        by one of the same member stamped inside it (its writers' clocks differ)."""
+        return self.snapshot_end_us > 0 and written_us <= self.snapshot_end_us + 2 * SKEW_US
+
+    def part(self, key: str | None, high: str | None) -> int:
+        """Which part of this splitting bucket holds ``key`` (1 for the first; OUT when the
+        bucket does not: ``high`` is its exclusive upper end)."""
+        if key is None or key < self.lo or (high is not None and key >= high):
+            return OUT
+        return 1 + bisect_right(self.cuts, key)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A stream record as the buckets see it: a member's key from ``old`` to ``new`` (None:
+    absent), judged against scans by ``written_us``: the latest reachedAt the record
+    carries (of the new score, else of the one removed, since a removal's own time is
+    rounded to the second). Of one member's records, a later one may carry an earlier
+    time only by the writers' clock skew, at most ``SKEW_US``."""
+
+    member: str  # member_hash of the member id
+    old: str | None
+    new: str | None
+    written_us: int
+
+
+@dataclass(frozen=True)
+class Known:
+    """What a bucket in its scan window knows of one member: its entry in the moved map
+    (None: none) and whether the scan showed it in the bucket."""
+
+    moved: int | None
+    scanned: bool
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one record does to one bucket: add ``delta``; set the member's moved entry
+    to ``moved`` when it is not None, on the condition that it was ``moved_was`` (None:
+    absent) unless ``moved_checked`` is False; record the member's ``part`` when the
+    bucket is splitting."""
+
+    bucket: Bucket
+    delta: int
+    moved: int | None = None
+    moved_was: int | None = None
+    moved_checked: bool = True
+    part: int | None = None
+
+
+def member_hash(member_id: str) -> str:
+    """A member's 64-bit fingerprint, as the moved maps and snapshots name it."""
+    digest = hashlib.blake2b(member_id.encode("utf-8"), digest_size=8).digest()
+    return base64.b64encode(digest).decode("ascii").rstrip("=")
+
+
+def steps(buckets: Sequence[Bucket], change: Change, knows: Callable[[Bucket], Known]) -> list[Step]:
+    """What ``change`` does to each bucket (only those it changes).
+
+    A bucket takes the member's old membership from what its count has of the member
+    when its last scan may show the change (in its window: ``knows`` is asked), else from
+    the record's old key. Past the window, in the band where a later record of the member
+    could still be stamped inside the window, the bucket's moved map records the new
+    membership too, so that such a record finds the count's view there."""
+    found = []
+    for index, bucket in enumerate(buckets):
+        high = upper_bound(buckets, index)
+        inside_old = _inside(change.old, bucket.lo, high)
+        inside_new = _inside(change.new, bucket.lo, high)
+        window = bucket.in_window(change.written_us)
+        if not (inside_old or inside_new or window):
+            continue
+        moved, moved_was, checked = None, None, True
+        if window:
+            known = knows(bucket)
+            was = known.moved if known.moved is not None else int(known.scanned)
+            if was != inside_new or known.moved is not None:
+                moved, moved_was = int(inside_new), known.moved
+        else:
+            was = int(inside_old)
+            if bucket.in_band(change.written_us):
+                moved, checked = int(inside_new), False
+        part = None
+        if bucket.splitting and (was or inside_old or inside_new):
+            part = bucket.part(change.new, high)
+        delta = int(inside_new) - was
+        if delta or moved is not None or part is not None:
+            found.append(Step(bucket, delta, moved, moved_was, checked, part))
+    return found
+
+
+def _inside(key: str | None, lo: str, high: str | None) -> bool:
+    return key is not None and key >= lo and (high is None or key < high)
+
+
+def choose_cuts(keys: Sequence[str]) -> tuple[str, ...]:
+    """Where to cut a bucket holding the sorted ``keys``: into parts of about
+    ``REBUILD_SIZE`` (two at least, ``MAX_PIECES`` at most), each cut a key that the part
+    after it starts at; none when it cannot be cut."""
+    pieces = min(MAX_PIECES, len(keys), max(2, -(-len(keys) // REBUILD_SIZE)))
+    if pieces < 2:
+        return ()
+    return tuple(keys[len(keys) * i // pieces] for i in range(1, pieces))
+
+
+def split_counts(
+    scanned: dict[str, int], parts: dict[str, int], pieces: int
+) -> tuple[list[int], list[dict[str, int]]]:
+    """The parts of a split: from the scan (member -> its part) and the parts the stream
+    recorded since the split started (member -> OUT or its part, which win), each part's
+    count and its moved map (the recorded members, 1 in that part, else 0)."""
+    where = {**scanned, **parts}
+    counts = [sum(1 for part in where.values() if part == piece) for piece in range(1, pieces + 1)]
+    moved = [{member: int(part == piece) for member, part in parts.items()} for piece in range(1, pieces + 1)]
+    return counts, moved
 
 
 def just_below(key: str) -> str:
@@ -86,67 +243,43 @@ def upper_bound(buckets: Sequence[Bucket], index: int) -> str | None:
     return buckets[index + 1].lo if index + 1 < len(buckets) else None
 
 
-APPLY, SKIP, DIRTY = "apply", "skip", "dirty"
-
-
-def classify(bucket: Bucket, written_from_us: int, written_to_us: int) -> str:
-    """What to do with a change written at some time in ``[written_from_us, written_to_us]``
-    that reaches ``bucket``: apply it, skip it (the bucket's snapshot holds it), or mark the
-    bucket dirty (the snapshot may or may not hold it)."""
-    if bucket.snapshot_to_us == 0 or written_from_us > bucket.snapshot_to_us:
-        return APPLY
-    if written_to_us < bucket.snapshot_from_us - INDEX_LAG_US:
-        return SKIP
-    return DIRTY
-
-
-def snapshot_is_clean(last_change_us: int, snapshot_from_us: int) -> bool:
-    """Whether a count read from the index starting at ``snapshot_from_us`` holds every
-    change the stream applied to the bucket before it (each change was written before it
-    was applied, and the index shows a write within ``INDEX_LAG_US``)."""
-    return last_change_us < snapshot_from_us - INDEX_LAG_US
-
-
 @dataclass(frozen=True)
-class RankPlan:
-    """How to count the members better than a bound: the trusted counts of the buckets
-    above, plus index ranges ``(lo, hi)`` to COUNT (``hi`` inclusive; None is open)."""
+class CountPlan:
+    """How to count the index entries below each of some sorted bounds: bound ``i`` has
+    ``counted[i]`` entries in the buckets wholly below it, plus those of ``reads[within[i]]``
+    that sort below it. A read is a range ``(lo, hi)`` of one bucket, from its ``lo`` up to
+    (not including) the greatest bound it holds, so each bucket that holds bounds is read
+    once, whatever the number of bounds in it (``within[i]`` is None: nothing to read)."""
 
-    counted: int
-    ranges: list[tuple[str, str | None]]
+    counted: list[int]
+    reads: list[tuple[str, str]]
+    within: list[int | None]
 
 
-def plan_counts(buckets: Sequence[Bucket], bounds: Sequence[str]) -> list[RankPlan]:
-    """For each bound, the plan that counts the index entries strictly below it.
-
-    ``buckets`` are the board's buckets from the first one up to (at least) the bucket
-    holding the greatest bound. A dirty bucket above a bound is counted in the index."""
-    plans = []
+def plan_counts(buckets: Sequence[Bucket], bounds: Sequence[str]) -> CountPlan:
+    """The plan for the sorted ``bounds``. ``buckets`` are the board's buckets from the
+    first one up to (at least) the bucket holding the greatest bound."""
+    counted: list[int] = []
+    reads: list[tuple[str, str]] = []
+    within: list[int | None] = []
+    read_of: dict[int, int] = {}
+    running, passed = 0, 0
     for bound in bounds:
         own = locate(buckets, bound)
-        counted = 0
-        ranges: list[tuple[str, str | None]] = []
-        for index in range(own):
-            bucket = buckets[index]
-            if bucket.dirty:
-                high = upper_bound(buckets, index)
-                assert high is not None
-                ranges.append((bucket.lo, just_below(high)))
-            else:
-                counted += bucket.count
-        if bound > buckets[own].lo:
-            ranges.append((buckets[own].lo, just_below(bound)))
-        plans.append(RankPlan(counted, ranges))
-    return plans
-
-
-def median_split(keys: Sequence[str]) -> tuple[str, int, int] | None:
-    """Where to split a bucket holding the sorted ``keys``: the median key (the new
-    bucket's ``lo``) and the counts of the two halves; None when it cannot split."""
-    if len(keys) < 2:
-        return None
-    middle = len(keys) // 2
-    return keys[middle], middle, len(keys) - middle
+        while passed < own:
+            running += buckets[passed].count
+            passed += 1
+        counted.append(running)
+        if bound == buckets[own].lo:
+            within.append(None)
+            continue
+        if own not in read_of:
+            read_of[own] = len(reads)
+            reads.append((buckets[own].lo, bound))
+        else:
+            reads[read_of[own]] = (buckets[own].lo, bound)  # the bounds are sorted
+        within.append(read_of[own])
+    return CountPlan(counted, reads, within)
 
 
 def cut(keys: Sequence[str], size: int = REBUILD_SIZE) -> list[tuple[str, int]]:

@@ -34,6 +34,9 @@ class ScoreRecord:
     # When the change happened, the same on every delivery of the record: the score's
     # reachedAt for a write, the stream's timestamp for a removal.
     changed_us: int
+    # The latest reachedAt the record carries, exactly: of the new score, else of the one
+    # removed (podium.buckets.Change).
+    written_us: int = 0
 
     @property
     def changed(self) -> bool:
@@ -74,6 +77,7 @@ def score_record(record: dict[str, Any]) -> ScoreRecord | None:
         new_sort_key=new_image["rsk"]["S"] if new_image and "rsk" in new_image else None,
         old_sort_key=old_image["rsk"]["S"] if old_image and "rsk" in old_image else None,
         changed_us=int(reached) if reached is not None else int(approximate * 1_000_000),
+        written_us=int(max(_number(new_image, "t") or 0, _number(old_image, "t") or 0)),
     )
 
 

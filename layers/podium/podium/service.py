@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 import re
 import time
+from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -350,22 +352,37 @@ class LeaderboardService:
 
         On a board of up to ``COUNT_INDEX_UP_TO`` members the index is counted: that
         reads no more than the buckets would, and it shows a write at once. On a bigger
-        board the score buckets answer (their trusted counts plus one COUNT inside a
-        bucket, ``podium.buckets``): exact as of the changes the stream has applied."""
+        board the score buckets answer (``podium.buckets``): the counts of the buckets
+        above each bound, plus the index keys of its own bucket below it, each bucket read
+        once on every shard however many bounds it holds (a COUNT when it holds one).
+        Exact as of the changes the stream has applied."""
         partitions = self._partitions(board_id, settings, period)
         if total <= COUNT_INDEX_UP_TO:
             return self._count_below_naive(partitions, bounds)
         layout = self.store.list_buckets(board_id, period, upto=max(bounds))
         if not layout:
             return self._count_below_naive(partitions, bounds)
-        plans = buckets.plan_counts(layout, bounds)
-        ranges = sorted({r for plan in plans for r in plan.ranges}, key=lambda r: (r[0], r[1] or ""))
-        tasks = [(partition, r) for r in ranges for partition in partitions]
-        counts = self.store.gather(lambda t: self.store.count_range(t[0], t[1][0], t[1][1]), tasks)
-        in_range: dict[tuple[str, str | None], int] = {}
-        for (_, r), value in zip(tasks, counts, strict=True):
-            in_range[r] = in_range.get(r, 0) + value
-        return [plan.counted + sum(in_range[r] for r in plan.ranges) for plan in plans]
+        plan = buckets.plan_counts(layout, bounds)
+        holds = Counter(read for read in plan.within if read is not None)
+        tasks = [(partition, read) for read in range(len(plan.reads)) for partition in partitions]
+
+        def read_range(task: tuple[str, int]) -> int | list[str]:
+            partition, read = task
+            lo, bound = plan.reads[read]
+            if holds[read] == 1:
+                return self.store.count_range(partition, lo, just_below(bound))
+            return self.store.keys_in_range(partition, lo, just_below(bound))
+
+        found: dict[int, list[int | list[str]]] = {}
+        for (_, read), result in zip(tasks, self.store.gather(read_range, tasks), strict=True):
+            found.setdefault(read, []).append(result)
+        counts = []
+        for bound, counted, within in zip(bounds, plan.counted, plan.within, strict=True):
+            inside = 0
+            for result in found.get(within, []) if within is not None else []:
+                inside += result if isinstance(result, int) else bisect_left(result, bound)
+            counts.append(counted + inside)
+        return counts
 
     def _count_below_naive(self, partitions: list[str], bounds: list[str]) -> list[int]:
         """COUNT the index below each of the sorted ``bounds`` segment by segment (below
@@ -608,13 +625,14 @@ class LeaderboardService:
             for entry, count in zip(entries, better, strict=True)
         ]
 
-    def recount_quiet_buckets(self, board_id: str) -> int:
-        """Re-count the board's dirty score buckets of the current period that writes have
-        left alone for a while (the scheduled job's upkeep); how many came clean."""
+    def finish_splits(self, board_id: str) -> int:
+        """Finish the splits of the board's score buckets (current period) that have
+        settled and that no stream record has come to finish (the scheduled job's upkeep,
+        for boards that went quiet); how many were finished."""
         from podium.upkeep import Upkeep
 
         period = self.period(self.board_settings(board_id))
-        return Upkeep(self.store, self.board_settings, self.clock).recount_quiet(board_id, period)
+        return Upkeep(self.store, self.board_settings, self.clock).finish_splits(board_id, period)
 
     def rebuild_rank_structures(self, board_id: str, requested_period: str | None = None) -> int:
         """Rebuild the board's head and score buckets from the index (maintenance: a board

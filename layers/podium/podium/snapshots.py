@@ -124,9 +124,9 @@ def take_snapshot(service: LeaderboardService, board_id: str, taken_at: datetime
         entries=page.entries,
     )
     written = service.store.put_snapshot(snapshot, expires_at)
-    # The same schedule brings score buckets that splits left dirty back to trusted counts
-    # once writes leave them alone (podium.buckets), so ranks stay cheap on quiet boards.
-    service.recount_quiet_buckets(board_id)
+    # The same schedule finishes the splits of score buckets that no stream record came to
+    # finish (a board gone quiet), so that no bucket stays twice its size for long.
+    service.finish_splits(board_id)
     return written
 
 

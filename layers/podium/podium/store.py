@@ -20,6 +20,7 @@ Later parts of the API add items under their own prefixes (see docs/data-model.m
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +35,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from podium import head as head_codec
 from podium import numbers, periods
-from podium.buckets import BELOW_EVERY_KEY, Bucket, just_above, just_below
+from podium.buckets import BELOW_EVERY_KEY, Bucket, Step, just_above, just_below
 from podium.config import Settings
 from podium.errors import Throttled
 from podium.head import Head
@@ -745,12 +746,41 @@ class Store:
             if _error_code(error) != "ConditionalCheckFailedException":
                 raise
 
-    def apply_bucket_changes(
-        self, mark: str, board_id: str, period: str, changes: Sequence[BucketChange], now_us: int
+    def bucket_state(self, board_id: str, period: str, lo: str) -> BucketState:
+        """What a bucket records per member (its moved map, and its parts while it splits),
+        read consistently."""
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table, Key=_bucket_state_key(board_id, period, lo), ConsistentRead=True
+            )
+        item = response.get("Item")
+        if item is None:
+            return BucketState({}, {}, 0)
+        return BucketState(
+            moved={m: int(v["N"]) for m, v in item.get("mv", {}).get("M", {}).items()},
+            parts={m: int(v["N"]) for m, v in item.get("pm", {}).get("M", {}).items()},
+            version=int(item["sv"]["N"]),
+        )
+
+    def bucket_snapshot(self, board_id: str, period: str, lo: str, epoch: int) -> frozenset[str]:
+        """The member hashes that a bucket's last scan showed in it."""
+        with _translate_throttling():
+            response = self.client.get_item(
+                TableName=self.table,
+                Key=_bucket_snapshot_key(board_id, period, lo, epoch),
+                ConsistentRead=True,
+            )
+        item = response.get("Item")
+        if item is None:
+            raise RuntimeError(f"the snapshot of bucket {lo!r} ({epoch}) of {board_id} is missing")
+        return _unpack_hashes(bytes(item["m"]["B"]))
+
+    def apply_bucket_steps(
+        self, mark: str, board_id: str, period: str, member: str, steps: Sequence[Step]
     ) -> bool:
-        """Apply one stream record's changes to the buckets, once (``mark``): False when
-        the record was applied before; BucketMoved when a bucket was split or re-counted
-        since it was read."""
+        """Apply one stream record's steps to the buckets, once (``mark``): False when the
+        record was applied before; BucketMoved when a bucket's epoch, or the member's entry
+        in a moved map, is not what the steps were decided on (read them again)."""
         from botocore.exceptions import ClientError
 
         actions: list[Any] = [
@@ -762,25 +792,59 @@ class Store:
                 }
             }
         ]
-        for change in changes:
-            values: dict[str, Any] = {":e": {"N": str(change.bucket.epoch)}, ":now": {"N": str(now_us)}}
-            if change.dirty:
-                expression = "SET d = :t, l = :now"
-                values[":t"] = {"BOOL": True}
-            else:
-                expression = "ADD n :d SET l = :now"
-                values[":d"] = {"N": str(change.delta)}
-            actions.append(
-                {
-                    "Update": {
-                        "TableName": self.table,
-                        "Key": _bucket_key(board_id, period, change.bucket.lo),
-                        "UpdateExpression": expression,
-                        "ConditionExpression": "e = :e",
-                        "ExpressionAttributeValues": values,
+        for step in steps:
+            key = _bucket_key(board_id, period, step.bucket.lo)
+            epoch = {":e": {"N": str(step.bucket.epoch)}}
+            if step.delta:
+                actions.append(
+                    {
+                        "Update": {
+                            "TableName": self.table,
+                            "Key": key,
+                            "UpdateExpression": "ADD n :d",
+                            "ConditionExpression": "e = :e",
+                            "ExpressionAttributeValues": {**epoch, ":d": {"N": str(step.delta)}},
+                        }
                     }
-                }
-            )
+                )
+            else:
+                actions.append(
+                    {
+                        "ConditionCheck": {
+                            "TableName": self.table,
+                            "Key": key,
+                            "ConditionExpression": "e = :e",
+                            "ExpressionAttributeValues": epoch,
+                        }
+                    }
+                )
+            if step.moved is None and step.part is None:
+                continue
+            sets, conditions = [], []
+            values: dict[str, Any] = {":one": {"N": "1"}}
+            if step.moved is not None:
+                sets.append("mv.#m = :mv")
+                values[":mv"] = {"N": str(step.moved)}
+                if not step.moved_checked:
+                    conditions.append("attribute_exists(mv)")
+                elif step.moved_was is None:
+                    conditions.append("attribute_not_exists(mv.#m)")
+                else:
+                    conditions.append("mv.#m = :was")
+                    values[":was"] = {"N": str(step.moved_was)}
+            if step.part is not None:
+                sets.append("pm.#m = :pm")
+                values[":pm"] = {"N": str(step.part)}
+                conditions.append("attribute_exists(pm)")
+            update: dict[str, Any] = {
+                "TableName": self.table,
+                "Key": _bucket_state_key(board_id, period, step.bucket.lo),
+                "UpdateExpression": f"SET {', '.join(sets)} ADD sv :one",
+                "ConditionExpression": " AND ".join(conditions),
+                "ExpressionAttributeNames": {"#m": member},
+                "ExpressionAttributeValues": values,
+            }
+            actions.append({"Update": update})
         try:
             with _translate_throttling():
                 self.client.transact_write_items(TransactItems=actions)
@@ -793,26 +857,45 @@ class Store:
             raise
         return True
 
-    def split_bucket(
-        self, board_id: str, period: str, old: Bucket, lower: Bucket, upper: Bucket, expires: int | None
+    def start_split(
+        self,
+        board_id: str,
+        period: str,
+        bucket: Bucket,
+        cuts: Sequence[str],
+        now_us: int,
+        expires: int | None,
     ) -> bool:
-        """Replace ``old`` by ``lower`` (same ``lo``) and ``upper`` in one transaction, if
-        ``old`` is unchanged since read; False otherwise."""
+        """Mark ``bucket`` as splitting at ``cuts`` since ``now_us`` (a new epoch, and empty
+        parts), if it is unchanged since read; False otherwise."""
         from botocore.exceptions import ClientError
 
         actions: list[Any] = [
             {
-                "Put": {
+                "Update": {
                     "TableName": self.table,
-                    "Item": _bucket_item(board_id, period, lower, expires),
-                    **_unchanged_bucket(old),
+                    "Key": _bucket_key(board_id, period, bucket.lo),
+                    "UpdateExpression": "SET ps = :ps, pt = :pt, e = :next",
+                    "ConditionExpression": "e = :e AND attribute_not_exists(ps)",
+                    "ExpressionAttributeValues": {
+                        ":ps": {"L": [{"S": cut} for cut in cuts]},
+                        ":pt": {"N": str(now_us)},
+                        ":e": {"N": str(bucket.epoch)},
+                        ":next": {"N": str(bucket.epoch + 1)},
+                    },
                 }
             },
             {
-                "Put": {
+                "Update": {
                     "TableName": self.table,
-                    "Item": _bucket_item(board_id, period, upper, expires),
-                    "ConditionExpression": "attribute_not_exists(pk)",
+                    "Key": _bucket_state_key(board_id, period, bucket.lo),
+                    "UpdateExpression": "SET pm = :empty, #ttl = :ttl ADD sv :one",
+                    "ExpressionAttributeNames": {"#ttl": "ttl"},
+                    "ExpressionAttributeValues": {
+                        ":empty": {"M": {}},
+                        ":one": {"N": "1"},
+                        ":ttl": {"N": str(expires or 0)},
+                    },
                 }
             },
         ]
@@ -825,21 +908,48 @@ class Store:
             raise
         return True
 
-    def recount_bucket(
-        self, board_id: str, period: str, old: Bucket, counted: Bucket, expires: int | None
-    ) -> bool:
-        """Replace ``old`` by its re-counted self if unchanged since read."""
+    def finish_split(self, board_id: str, period: str, split: FinishedSplit, expires: int | None) -> bool:
+        """Write the parts of a split (and the members its scan showed in each) in place of
+        the splitting bucket, if neither the bucket nor what it records changed since read;
+        False otherwise."""
         from botocore.exceptions import ClientError
 
+        for piece, members in zip(split.pieces, split.scanned, strict=True):
+            snapshot = {
+                **_bucket_snapshot_key(board_id, period, piece.lo, piece.snapshot_epoch),
+                "m": {"B": _pack_hashes(members)},
+            }
+            if expires is not None:
+                snapshot["ttl"] = {"N": str(expires)}
+            with _translate_throttling():
+                self.client.put_item(TableName=self.table, Item=snapshot)
+        actions: list[Any] = []
+        for index, (piece, moved) in enumerate(zip(split.pieces, split.moved, strict=True)):
+            first = index == 0
+            bucket: dict[str, Any] = {
+                "TableName": self.table,
+                "Item": _bucket_item(board_id, period, piece, expires),
+                "ConditionExpression": "e = :e" if first else "attribute_not_exists(pk)",
+            }
+            state: dict[str, Any] = {
+                "TableName": self.table,
+                "Item": {
+                    **_bucket_state_key(board_id, period, piece.lo),
+                    "mv": {"M": {m: {"N": str(v)} for m, v in moved.items()}},
+                    "sv": {"N": "1"},
+                    **({"ttl": {"N": str(expires)}} if expires is not None else {}),
+                },
+            }
+            if first:
+                bucket["ExpressionAttributeValues"] = {":e": {"N": str(split.old.epoch)}}
+                state["ConditionExpression"] = "sv = :sv"
+                state["ExpressionAttributeValues"] = {":sv": {"N": str(split.state_version)}}
+            actions += [{"Put": bucket}, {"Put": state}]
         try:
             with _translate_throttling():
-                self.client.put_item(
-                    TableName=self.table,
-                    Item=_bucket_item(board_id, period, counted, expires),
-                    **_unchanged_bucket(old),
-                )
+                self.client.transact_write_items(TransactItems=actions)
         except ClientError as error:
-            if _error_code(error) == "ConditionalCheckFailedException":
+            if "ConditionalCheckFailed" in _cancellation_codes(error):
                 return False
             raise
         return True
@@ -1487,16 +1597,30 @@ class View:
 
 
 @dataclass(frozen=True)
-class BucketChange:
-    """One bucket's part of a stream record: add ``delta``, or only mark it dirty."""
+class BucketState:
+    """What a bucket records per member hash: ``moved`` (its membership as the count has
+    it, for records its last scan may already show) and ``parts`` (while it splits)."""
 
-    bucket: Bucket
-    delta: int
-    dirty: bool = False
+    moved: dict[str, int]
+    parts: dict[str, int]
+    version: int
+
+
+@dataclass(frozen=True)
+class FinishedSplit:
+    """A split's outcome (``podium.buckets.split_counts``): the buckets in place of ``old``
+    (the first keeps its ``lo``), what each records, and the members the scan showed in
+    each."""
+
+    old: Bucket
+    state_version: int
+    pieces: list[Bucket]
+    moved: list[dict[str, int]]
+    scanned: list[frozenset[str]]
 
 
 class BucketMoved(Exception):
-    """A bucket was split or re-counted since it was read: read the buckets again."""
+    """A bucket was split, or what it records changed, since it was read: read again."""
 
 
 def head_key(board_id: str, period: str) -> dict[str, Any]:
@@ -1522,25 +1646,16 @@ def _bucket_item(board_id: str, period: str, bucket: Bucket, expires: int | None
         **_bucket_key(board_id, period, bucket.lo),
         "n": {"N": str(bucket.count)},
         "e": {"N": str(bucket.epoch)},
-        "f": {"N": str(bucket.snapshot_from_us)},
-        "t": {"N": str(bucket.snapshot_to_us)},
-        "d": {"BOOL": bucket.dirty},
-        "l": {"N": str(bucket.last_change_us)},
     }
+    if bucket.snapshot_end_us:
+        item["se"] = {"N": str(bucket.snapshot_end_us)}
+        item["sx"] = {"N": str(bucket.snapshot_epoch)}
+    if bucket.cuts:
+        item["ps"] = {"L": [{"S": cut} for cut in bucket.cuts]}
+        item["pt"] = {"N": str(bucket.split_since_us)}
     if expires is not None:
         item["ttl"] = {"N": str(expires)}
     return item
-
-
-def _unchanged_bucket(bucket: Bucket) -> dict[str, Any]:
-    """The condition that no split, re-count or change reached ``bucket`` since it was read."""
-    return {
-        "ConditionExpression": "e = :e AND l = :l",
-        "ExpressionAttributeValues": {
-            ":e": {"N": str(bucket.epoch)},
-            ":l": {"N": str(bucket.last_change_us)},
-        },
-    }
 
 
 def _bucket_from_item(item: dict[str, Any], prefix_length: int) -> Bucket:
@@ -1548,10 +1663,29 @@ def _bucket_from_item(item: dict[str, Any], prefix_length: int) -> Bucket:
         lo=item["sk"]["S"][prefix_length:],
         count=int(item["n"]["N"]),
         epoch=int(item["e"]["N"]),
-        snapshot_from_us=int(item["f"]["N"]),
-        snapshot_to_us=int(item["t"]["N"]),
-        dirty=bool(item["d"]["BOOL"]),
-        last_change_us=int(item["l"]["N"]),
+        snapshot_end_us=int(item["se"]["N"]) if "se" in item else 0,
+        snapshot_epoch=int(item["sx"]["N"]) if "sx" in item else 0,
+        cuts=tuple(cut["S"] for cut in item["ps"]["L"]) if "ps" in item else (),
+        split_since_us=int(item["pt"]["N"]) if "pt" in item else 0,
+    )
+
+
+def _bucket_state_key(board_id: str, period: str, lo: str) -> dict[str, Any]:
+    return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": f"BST#{period}#{lo}"}}
+
+
+def _bucket_snapshot_key(board_id: str, period: str, lo: str, epoch: int) -> dict[str, Any]:
+    return {"pk": {"S": f"B#{board_id}"}, "sk": {"S": f"BSN#{period}#{epoch}#{lo}"}}
+
+
+def _pack_hashes(members: frozenset[str]) -> bytes:
+    """Member hashes (``buckets.member_hash``: 8 bytes in base64) as sorted raw bytes."""
+    return b"".join(sorted(base64.b64decode(m + "=") for m in members))
+
+
+def _unpack_hashes(packed: bytes) -> frozenset[str]:
+    return frozenset(
+        base64.b64encode(packed[i : i + 8]).decode("ascii").rstrip("=") for i in range(0, len(packed), 8)
     )
 
 

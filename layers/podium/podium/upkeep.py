@@ -10,25 +10,31 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from podium import buckets, periods
 from podium import head as heads
-from podium.buckets import Bucket
+from podium.buckets import Bucket, Step
 from podium.changes import ScoreRecord
 from podium.keys import ALL_TIME, member_of_key, rank_partition_key
 from podium.models import BoardSettings
 from podium.ranking import gather_top, merge_shards
-from podium.store import BucketChange, BucketMoved, Store
+from podium.store import BucketMoved, FinishedSplit, Store
 
 SettingsOf = Callable[[str], BoardSettings]
 Clock = Callable[[], datetime]
 
 MAX_ATTEMPTS = 32
 LAYOUT_MAX_AGE_S = 1.0  # a cached bucket layout is read again after this (splits are rare)
-RECOUNT_RETRY_S = 5.0  # a dirty bucket is re-counted at most this often per consumer
+SNAPSHOTS_CACHED = 256  # bucket snapshots kept in memory (each up to ~10 KB)
 
 log = logging.getLogger(__name__)
+
+
+def _inclusive(high: str | None) -> str | None:
+    """A bucket's exclusive upper end as the inclusive one a range query takes."""
+    return buckets.just_below(high) if high is not None else None
 
 
 class Upkeep:
@@ -38,7 +44,7 @@ class Upkeep:
         # The writers' clock: a bucket's snapshot times are compared with scores' reachedAt.
         self.clock = clock
         self._layouts: dict[tuple[str, str], tuple[float, list[Bucket]]] = {}
-        self._recount_tried: dict[tuple[str, str, str], float] = {}
+        self._snapshots: dict[tuple[str, str, str, int], frozenset[str]] = {}
 
     # -- shared -----------------------------------------------------------------------
 
@@ -123,137 +129,133 @@ class Upkeep:
         self._layouts[(board_id, period)] = (time.monotonic(), layout)
         return layout
 
+    def _snapshot(self, board_id: str, period: str, bucket: Bucket) -> frozenset[str]:
+        """The members a bucket's last scan showed in it (never changes: cached)."""
+        key = (board_id, period, bucket.lo, bucket.snapshot_epoch)
+        found = self._snapshots.get(key)
+        if found is None:
+            found = self.store.bucket_snapshot(board_id, period, bucket.lo, bucket.snapshot_epoch)
+            if len(self._snapshots) > SNAPSHOTS_CACHED:
+                self._snapshots.clear()
+            self._snapshots[key] = found
+        return found
+
     def keep_buckets(self, record: ScoreRecord) -> None:
         """Move the member's count from the bucket of its old sort key to the bucket of
-        its new one, once per record, deciding per bucket whether its snapshot already
-        holds the change (``podium.buckets.classify``)."""
+        its new one, once per record, as ``podium.buckets.steps`` decides (a bucket whose
+        last scan may already show the change goes by what its count has of the member)."""
         old, new = record.old_sort_key, record.new_sort_key
         if old == new:
             return
         board_id, period = record.board_id, record.period
-        written_from = record.changed_us
-        # A write's time is exact (the score's reachedAt); a removal's is the stream's
-        # timestamp, rounded down to the second.
-        written_to = written_from if new is not None else written_from + 1_000_000
+        change = buckets.Change(buckets.member_hash(record.member_id), old, new, record.written_us)
         for attempt in range(MAX_ATTEMPTS):
             layout = self._layout(board_id, period, fresh=attempt > 0)
-            deltas: dict[int, int] = {}
-            if old is not None:
-                index = buckets.locate(layout, old)
-                deltas[index] = deltas.get(index, 0) - 1
-            if new is not None:
-                index = buckets.locate(layout, new)
-                deltas[index] = deltas.get(index, 0) + 1
-            changes = []
-            for index, delta in deltas.items():
-                verdict = buckets.classify(layout[index], written_from, written_to)
-                if delta != 0 and verdict != buckets.SKIP:
-                    changes.append(BucketChange(layout[index], delta, dirty=verdict == buckets.DIRTY))
-            if not changes:
+
+            def knows(bucket: Bucket) -> buckets.Known:
+                state = self.store.bucket_state(board_id, period, bucket.lo)
+                scanned = change.member in self._snapshot(board_id, period, bucket)
+                return buckets.Known(state.moved.get(change.member), scanned)
+
+            steps = buckets.steps(layout, change, knows)
+            if not steps:
                 return
             try:
-                applied = self.store.apply_bucket_changes(
-                    f"BUCKETS#{record.event_id}", board_id, period, changes, self._now_us()
+                applied = self.store.apply_bucket_steps(
+                    f"BUCKETS#{record.event_id}", board_id, period, change.member, steps
                 )
             except BucketMoved:
                 continue
             if applied:
-                self._after_change(board_id, period, layout, changes)
+                self._after_change(board_id, period, layout, steps)
             return
         raise RuntimeError(f"the buckets of {board_id} keep moving: retrying the record")
 
-    def _after_change(
-        self, board_id: str, period: str, layout: list[Bucket], changes: Sequence[BucketChange]
-    ) -> None:
+    def _after_change(self, board_id: str, period: str, layout: list[Bucket], steps: Sequence[Step]) -> None:
+        """Keep the cached layout's counts, and start or finish the splits they call for."""
         now = self._now_us()
-        for change in changes:
-            index = layout.index(change.bucket)
-            bucket = change.bucket
-            layout[index] = Bucket(
-                bucket.lo,
-                bucket.count + (0 if change.dirty else change.delta),
-                bucket.epoch,
-                bucket.snapshot_from_us,
-                bucket.snapshot_to_us,
-                bucket.dirty or change.dirty,
-                now,
-            )
-            if layout[index].count > buckets.SPLIT_AT:
-                self.split(board_id, period, bucket.lo)
-        self._recount_one_quiet(board_id, period, layout, now)
+        for step in steps:
+            index = layout.index(step.bucket)
+            bucket = replace(step.bucket, count=step.bucket.count + step.delta)
+            layout[index] = bucket
+            if not bucket.splitting and bucket.count > buckets.SPLIT_AT:
+                self.start_split(board_id, period, bucket.lo)
+            elif bucket.splitting and now >= bucket.split_since_us + buckets.SETTLE_US:
+                self.finish_split(board_id, period, bucket.lo)
 
-    def split(self, board_id: str, period: str, lo: str) -> bool:
-        """Split the bucket starting at ``lo`` at its median key, both halves counted
-        from the index; False when it changed meanwhile (a later change tries again)."""
+    def _fresh_bucket(self, board_id: str, period: str, lo: str) -> tuple[Bucket, str | None] | None:
+        """The bucket starting at ``lo`` as it is now, and its exclusive upper end."""
         layout = self.store.list_buckets(board_id, period, consistent=True)
+        self._layouts.pop((board_id, period), None)
         index = next((i for i, b in enumerate(layout) if b.lo == lo), None)
-        if index is None:
+        return None if index is None else (layout[index], buckets.upper_bound(layout, index))
+
+    def start_split(self, board_id: str, period: str, lo: str) -> bool:
+        """Step 1 of a split (``podium.buckets``): choose where to cut the bucket starting
+        at ``lo`` from the index, and from now on have every record applied to it record
+        which part its member lands in. False when the bucket changed meanwhile (a later
+        record tries again)."""
+        found = self._fresh_bucket(board_id, period, lo)
+        if found is None or found[0].splitting:
             return False
-        bucket = layout[index]
-        high = buckets.upper_bound(layout, index)
-        started = self._now_us()
-        keys = self.index_range(board_id, period, bucket.lo, buckets.just_below(high) if high else None)
-        ended = self._now_us()
-        where = buckets.median_split(keys)
-        self._layouts.pop((board_id, period), None)
-        if where is None:
+        bucket, high = found
+        cuts = buckets.choose_cuts(self.index_range(board_id, period, bucket.lo, _inclusive(high)))
+        if not cuts:
             return False
-        middle, below, above = where
-        dirty = not buckets.snapshot_is_clean(bucket.last_change_us, started)
-        lower = Bucket(bucket.lo, below, bucket.epoch + 1, started, ended, dirty, bucket.last_change_us)
-        upper = Bucket(middle, above, 1, started, ended, dirty, bucket.last_change_us)
         expires = self._expires(board_id, period)
-        return self.store.split_bucket(board_id, period, bucket, lower, upper, expires)
+        return self.store.start_split(board_id, period, bucket, cuts, self._now_us(), expires)
 
-    def _recount_one_quiet(self, board_id: str, period: str, layout: list[Bucket], now: int) -> None:
-        """Re-count one dirty bucket that no change has reached for a while, so reads can
-        trust its count again."""
-        for index, bucket in enumerate(layout):
-            if not bucket.dirty or now - bucket.last_change_us < buckets.RECOUNT_QUIET_US:
-                continue
-            tried = self._recount_tried.get((board_id, period, bucket.lo), 0.0)
-            if time.monotonic() - tried < RECOUNT_RETRY_S:
-                continue
-            self._recount_tried[(board_id, period, bucket.lo)] = time.monotonic()
-            self.recount(board_id, period, bucket, buckets.upper_bound(layout, index))
-            self._layouts.pop((board_id, period), None)
-            return
+    def finish_split(self, board_id: str, period: str, lo: str) -> bool:
+        """Step 2 of a split, once it has settled: the parts, counted from a scan of the
+        bucket's range and the parts recorded since the split began."""
+        for _ in range(MAX_ATTEMPTS):
+            found = self._fresh_bucket(board_id, period, lo)
+            if found is None:
+                return False
+            bucket, high = found
+            if not bucket.splitting or self._now_us() < bucket.split_since_us + buckets.SETTLE_US:
+                return False
+            state = self.store.bucket_state(board_id, period, lo)
+            keys = self.index_range(board_id, period, bucket.lo, _inclusive(high))
+            scan_end = self._now_us()
+            scanned = {buckets.member_hash(member_of_key(key)): bucket.part(key, high) for key in keys}
+            pieces = len(bucket.cuts) + 1
+            counts, moved = buckets.split_counts(scanned, state.parts, pieces)
+            starts = (bucket.lo, *bucket.cuts)
+            epochs = [bucket.epoch + 1] + [1] * (pieces - 1)
+            split = FinishedSplit(
+                old=bucket,
+                state_version=state.version,
+                pieces=[
+                    Bucket(start, count, epoch, scan_end, epoch)
+                    for start, count, epoch in zip(starts, counts, epochs, strict=True)
+                ],
+                moved=moved,
+                scanned=[
+                    frozenset(m for m, part in scanned.items() if part == piece)
+                    for piece in range(1, pieces + 1)
+                ],
+            )
+            if self.store.finish_split(board_id, period, split, self._expires(board_id, period)):
+                return True
+        raise RuntimeError(f"a split of {board_id}'s buckets keeps being overtaken by records")
 
-    def recount_quiet(self, board_id: str, period: str) -> int:
-        """Re-count every dirty bucket of the board that has been quiet (the scheduled job
-        does this, so the buckets come clean once writes stop); how many came clean."""
+    def finish_splits(self, board_id: str, period: str) -> int:
+        """Finish every settled split of the board (the scheduled job does this, for boards
+        whose stream went quiet before a record could); how many were finished."""
         layout = self.store.list_buckets(board_id, period, consistent=True)
         now = self._now_us()
-        cleaned = 0
-        for index, bucket in enumerate(layout):
-            if bucket.dirty and now - bucket.last_change_us >= buckets.RECOUNT_QUIET_US:
-                cleaned += self.recount(board_id, period, bucket, buckets.upper_bound(layout, index))
-        self._layouts.pop((board_id, period), None)
-        return cleaned
-
-    def recount(self, board_id: str, period: str, bucket: Bucket, high: str | None) -> bool:
-        started = self._now_us()
-        hi = buckets.just_below(high) if high else None
-        count = sum(
-            self.store.gather(
-                lambda p: self.store.count_range(p, bucket.lo, hi), self._partitions(board_id, period)
-            )
-        )
-        ended = self._now_us()
-        dirty = not buckets.snapshot_is_clean(bucket.last_change_us, started)
-        counted = Bucket(bucket.lo, count, bucket.epoch + 1, started, ended, dirty, bucket.last_change_us)
-        return self.store.recount_bucket(board_id, period, bucket, counted, self._expires(board_id, period))
+        settled = [b.lo for b in layout if b.splitting and now >= b.split_since_us + buckets.SETTLE_US]
+        return sum(self.finish_split(board_id, period, lo) for lo in settled)
 
     # -- maintenance ------------------------------------------------------------------
 
     def rebuild(self, board_id: str, period: str = ALL_TIME) -> int:
         """Rebuild a board's head and buckets from the index (a board whose scores were
         bulk-loaded, or that predates them). Returns the number of buckets."""
-        started = self._now_us()
         keys = self.index_range(board_id, period, buckets.BELOW_EVERY_KEY, None)
-        ended = self._now_us()
         cuts = buckets.cut(keys, buckets.REBUILD_SIZE)
-        layout = [Bucket(lo, count, 1, started, ended, False, 0) for lo, count in cuts]
+        layout = [Bucket(lo, count, 1) for lo, count in cuts]
         expires = self._expires(board_id, period)
         self.store.replace_buckets(board_id, period, layout, expires)
         current = self.store.get_head(board_id, period, consistent=True)
