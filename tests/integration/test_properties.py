@@ -177,3 +177,67 @@ def test_sharded_board_matches_a_sorted_list(
     assert [(e.rank, e.member_id, e.score) for e in friend_entries] == [
         entry for entry in expected if entry[1] in unique_friends
     ]
+
+
+def _listing_key(model: Model, member: str) -> tuple[Decimal, int | str]:
+    order = model.reached[member] if model.tie_break == "earliest" else member
+    return (model._better_key(member), order)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    tie_break=st.sampled_from(["shared", "earliest"]),
+    shards=st.sampled_from([1, 3, 7]),
+    ops=operations,
+    changes=operations,
+    page_size=st.integers(1, 4),
+)
+def test_each_page_after_a_cursor_ranks_the_board_as_it_is_then(
+    service: LeaderboardService,
+    tie_break: str,
+    shards: int,
+    ops: list[tuple[str, str, Decimal | None]],
+    changes: list[tuple[str, str, Decimal | None]],
+    page_size: int,
+) -> None:
+    # Given a set-board and the model
+    board = unique_id("prop-pages")
+    service.put_board(
+        board, board_request({"operator": "set", "tieBreak": tie_break, "shards": Decimal(shards)})
+    )
+    model = Model("desc", "set", tie_break)
+
+    def apply(kind: str, member: str, value: Decimal | None) -> None:
+        if kind == "delete":
+            service.delete_member(board, member)
+            model.delete(member)
+        elif kind == "submit" and member in model.scores:
+            assert value is not None
+            service.submit_score(board, member, value)
+            model.submit(member, value)
+        elif kind != "submit":
+            service.put_member(board, member, member_request({} if value is None else {"score": value}))
+            model.put(member, value)
+
+    for op in ops:
+        apply(*op)
+
+    # When the listing is read page by page while the board changes between pages
+    page = service.top(board, page_size, None, with_data=False, consistent=True)
+    assert [(e.rank, e.member_id, e.score) for e in page.entries] == model.listing()[:page_size]
+    pending = list(changes)
+    while page.next_cursor is not None:
+        last = page.entries[-1]
+        cursor_key = (-last.score, last.member_id if tie_break == "shared" else model.reached[last.member_id])
+        if pending:
+            apply(*pending.pop(0))
+        page = service.top(board, page_size, page.next_cursor, with_data=False)
+
+        # Then each page holds the entries that follow the cursor's place in the board as
+        # it is now, each with its rank now
+        following = [entry for entry in model.listing() if _listing_key(model, entry[1]) > cursor_key]
+        assert [(e.rank, e.member_id, e.score) for e in page.entries] == following[:page_size]

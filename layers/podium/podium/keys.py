@@ -90,6 +90,22 @@ def member_of_key(sort_key: str) -> str:
     return sort_key.rsplit(SEPARATOR, 1)[1]
 
 
+_MIRROR_SUM = 0x20 + 0x7E  # sort keys are printable ASCII: each character maps into the same range
+_MIRROR_END = "\x7f"  # above every mirrored character
+
+
+def mirror(key: str) -> str:
+    """A string whose order against other mirrored keys is the reverse of ``key``'s, so
+    that code that reads the listing from the top can read it from the bottom: every
+    character is reflected within printable ASCII, and the end mark puts a key after the
+    keys it is a prefix of."""
+    return "".join(chr(_MIRROR_SUM - ord(c)) for c in key) + _MIRROR_END
+
+
+def unmirror(mirrored: str) -> str:
+    return "".join(chr(_MIRROR_SUM - ord(c)) for c in mirrored[:-1])
+
+
 @dataclass(frozen=True)
 class RankOrder:
     """How one board orders its members: the part of its settings the sort key needs."""

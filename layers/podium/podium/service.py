@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from podium import buckets, clock, numbers, periods
 from podium.buckets import just_above, just_below
 from podium.errors import Conflict, NotFound, ValidationError
-from podium.keys import ALL_TIME, Cursor, RankOrder, rank_partition_key
+from podium.keys import ALL_TIME, Cursor, RankOrder, mirror, rank_partition_key, unmirror
 from podium.models import (
     Board,
     BoardList,
@@ -43,7 +43,6 @@ from podium.ranking import (
     assign_ranks,
     decode,
     gather_top,
-    merge_shards,
 )
 from podium.store import ItemMissing, Store, VersionConflict, View, default_store
 from podium.validation import BoardRequest, EventRequest, MemberRequest
@@ -51,6 +50,7 @@ from podium.validation import BoardRequest, EventRequest, MemberRequest
 Clock = Callable[[], datetime]
 A = TypeVar("A")
 B = TypeVar("B")
+C = TypeVar("C")
 
 # Optimistic locking retries: under N concurrent writers to one member each round lets
 # one through, so this bounds the contention a single member's item absorbs before the
@@ -409,9 +409,6 @@ class LeaderboardService:
             result.append(running)
         return result
 
-    def _count_between(self, partitions: list[str], low: str, high: str) -> int:
-        return sum(self.store.gather(lambda p: self.store.count_index(p, between=(low, high)), partitions))
-
     def top(
         self,
         board_id: str,
@@ -460,10 +457,18 @@ class LeaderboardService:
         before = Before(position=counts[-1], rank=counts[0], score=cursor_score)
         return self._page(order, keys[:limit], len(keys) > limit, scope, with_data, board_id, total, before)
 
-    def _together(self, first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
-        """Run two reads at once (each may fan out to the shards on the store's pool)."""
-        other = _side_pool().submit(second)
-        return first(), other.result()
+    @overload
+    def _together(self, first: Callable[[], A], second: Callable[[], B], /) -> tuple[A, B]: ...
+
+    @overload
+    def _together(
+        self, first: Callable[[], A], second: Callable[[], B], third: Callable[[], C], /
+    ) -> tuple[A, B, C]: ...
+
+    def _together(self, first: Callable[[], Any], *others: Callable[[], Any]) -> tuple[Any, ...]:
+        """Run reads at once (each may fan out to the shards on the store's pool)."""
+        pending = [_side_pool().submit(other) for other in others]
+        return (first(), *(future.result() for future in pending))
 
     def _count_before(
         self,
@@ -566,43 +571,62 @@ class LeaderboardService:
         return {"memberId": member_id, "score": entry.score, "rank": better + 1, "total": total}
 
     def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
+        """The ``2·radius + 1`` entries of the listing around the member, shifted to stay
+        full at either end. The nearest keys above and below are gathered exactly, each
+        side as a top read gathers (``ranking.gather_top``, the upper side on the listing
+        read bottom-up), side by side with the member's position and rank, counted as
+        ``rank`` counts; a second round reads what the window still lacks at an end, and
+        one more count is needed only when the window opens inside a tie that starts above
+        it."""
         board, period, total, view = self._view(board_id, requested_period, member_id=member_id)
         settings = board.settings
         order = settings.rank_order
         me = self._entry_of(board_id, settings, member_id, period, view.score)
         partitions = self._partitions(board_id, settings, period)
-        reach = 2 * radius
-
-        def neighbours(partition: str) -> tuple[list[str], list[str]]:
-            if reach == 0:
-                return [], []
-            return (
-                self.store.index_keys(partition, before=me.sort_key, limit=reach),
-                self.store.index_keys(partition, after=me.sort_key, limit=reach),
-            )
-
-        found = self.store.gather(neighbours, partitions)
-        above = merge_shards([list(reversed(b)) for b, _ in found], 10**9)
-        below = merge_shards([a for _, a in found], reach)
-        take_above, take_below = around_window(above, below, radius)
-        window_keys = [*above[len(above) - take_above :], me.sort_key, *below[:take_below]]
-        entries = decode(order, window_keys)
-        my_position = 1 + self._count_better(board_id, settings, period, [me.sort_key], total)[0]
-        first = entries[0]
-        first_position = my_position - take_above
-        if order.earliest:
-            previous = None
-        else:
-            # Rank of the first window entry: the members strictly better than its score
-            # are those before it in the listing less the ones that share its score.
-            bound = order.score_bound(first.score)
-            same_before = self._count_between(partitions, bound, first.sort_key) - 1
-            first_rank = first_position - same_before
-            previous = (first.score, first_rank) if same_before > 0 else None
+        bounds = [me.sort_key] if order.earliest else [order.score_bound(me.score), me.sort_key]
+        above, below, counts = self._together(
+            lambda: self._nearest(partitions, me.sort_key, radius + 1, above=True),
+            lambda: self._nearest(partitions, me.sort_key, radius, above=False),
+            lambda: self._count_better(board_id, settings, period, bounds, total),
+        )
+        # At an end of the board the window takes more from the other side: up to 2·radius,
+        # and above one more, to see whether the window's first entry opens a tie.
+        # (A side that came back with its witness, one key past its limit, goes on.)
+        wanted_above = 2 * radius - len(below) + 1
+        wanted_below = 2 * radius - len(above)
+        if len(below) < radius and len(above) == radius + 2 and wanted_above > len(above):
+            above = self._nearest(partitions, me.sort_key, wanted_above, above=True)
+        elif len(above) < radius and len(below) == radius + 1 and wanted_below > len(below):
+            below = self._nearest(partitions, me.sort_key, wanted_below, above=False)
+        take_above, take_below = around_window(list(reversed(above)), below, radius)
+        window = decode(order, [*reversed(above[:take_above]), me.sort_key, *below[:take_below]])
+        first = window[0]
+        previous = None
+        if not order.earliest:
+            my_rank = counts[0] + 1
+            if first.score == me.score:
+                previous = (me.score, my_rank)
+            elif take_above < len(above) and order.parse(above[take_above])[0] == first.score:
+                better = self._count_better(
+                    board_id, settings, period, [order.score_bound(first.score)], total
+                )
+                previous = (first.score, better[0] + 1)
         ranked = assign_ranks(
-            entries, earliest=order.earliest, first_position=first_position, previous=previous
+            window, earliest=order.earliest, first_position=counts[-1] + 1 - take_above, previous=previous
         )
         return Page(entries=ranked, total=total)
+
+    def _nearest(self, partitions: list[str], key: str, limit: int, *, above: bool) -> list[str]:
+        """The ``limit`` index keys nearest ``key`` on one side, nearest first, exactly, and
+        one more when the side goes on."""
+        if limit <= 0:
+            return []
+        if not above:
+            keys, _ = gather_top(self.store.page_reader(partitions), len(partitions), key, limit)
+            return keys
+        read = self.store.page_reader(partitions, reverse=True)
+        keys, _ = gather_top(read, len(partitions), mirror(key), limit)
+        return [unmirror(k) for k in keys]
 
     def ranks(
         self, board_id: str, member_ids: list[str], requested_period: str | None = None

@@ -39,7 +39,7 @@ from podium.buckets import BELOW_EVERY_KEY, Bucket, Step, just_above, just_below
 from podium.config import Settings
 from podium.errors import Throttled
 from podium.head import Head
-from podium.keys import ALL_TIME, SEPARATOR, member_of_key, rank_partition_key, shard_of
+from podium.keys import ALL_TIME, SEPARATOR, member_of_key, mirror, rank_partition_key, shard_of, unmirror
 from podium.models import (
     ENDED_FOLLOW_KEEP_US,
     Board,
@@ -521,38 +521,37 @@ class Store:
         partition: str,
         *,
         after: str | None = None,
-        before: str | None = None,
         below: str | None = None,
         limit: int,
+        reverse: bool = False,
     ) -> list[str]:
-        """Up to ``limit`` sort keys of one shard, best first after ``after`` (and, with
-        ``below``, stopping short of it), or nearest first below ``before``; follows
+        """Up to ``limit`` sort keys of one shard in reading order, strictly past ``after``
+        and short of ``below`` (None: no bound): best first, or with ``reverse`` worst first
+        (``after`` is then the upper bound, ``below`` the lower). Follows
         ``LastEvaluatedKey`` past the 1 MB page limit. Fewer than ``limit`` keys means the
         shard has no more in the range."""
+        lo, hi = (below, after) if reverse else (after, below)
         condition = "rpk = :p"
         values: dict[str, Any] = {":p": {"S": partition}}
-        if after is not None and below is not None:
+        if lo is not None and hi is not None:
             # A key condition holds one range and BETWEEN includes both ends: bounds just
-            # inside the open range read neither ``after`` nor ``below`` themselves.
-            condition += " AND rsk BETWEEN :k AND :b"
-            values[":k"] = {"S": just_above(after)}
-            values[":b"] = {"S": just_below(below)}
-        elif after is not None:
-            condition += " AND rsk > :k"
-            values[":k"] = {"S": after}
-        elif before is not None:
-            condition += " AND rsk < :k"
-            values[":k"] = {"S": before}
-        elif below is not None:
-            condition += " AND rsk < :b"
-            values[":b"] = {"S": below}
+            # inside the open range read neither end itself.
+            condition += " AND rsk BETWEEN :lo AND :hi"
+            values[":lo"] = {"S": just_above(lo)}
+            values[":hi"] = {"S": just_below(hi)}
+        elif lo is not None:
+            condition += " AND rsk > :lo"
+            values[":lo"] = {"S": lo}
+        elif hi is not None:
+            condition += " AND rsk < :hi"
+            values[":hi"] = {"S": hi}
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": self.settings.rank_index_name,
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
             "ProjectionExpression": "rsk",
-            "ScanIndexForward": before is None,
+            "ScanIndexForward": not reverse,
         }
         keys: list[str] = []
         while len(keys) < limit:
@@ -565,14 +564,27 @@ class Store:
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
         return keys
 
-    def page_reader(self, partitions: Sequence[str]) -> Callable[[Sequence[PageRequest]], list[list[str]]]:
-        """Reads one round of ``ranking.gather_top``'s page requests, in parallel."""
+    def page_reader(
+        self, partitions: Sequence[str], *, reverse: bool = False
+    ) -> Callable[[Sequence[PageRequest]], list[list[str]]]:
+        """Reads one round of ``ranking.gather_top``'s page requests, in parallel. With
+        ``reverse`` the listing is read from the bottom up, in mirrored keys
+        (``ranking.mirror``), so that ``gather_top`` gathers the nearest keys above one."""
 
         def read(requests: Sequence[PageRequest]) -> list[list[str]]:
-            return self.gather(
-                lambda r: self.index_keys(partitions[r.shard], after=r.after, below=r.below, limit=r.limit),
-                requests,
-            )
+            def page(r: PageRequest) -> list[str]:
+                if not reverse:
+                    return self.index_keys(partitions[r.shard], after=r.after, below=r.below, limit=r.limit)
+                keys = self.index_keys(
+                    partitions[r.shard],
+                    after=unmirror(r.after) if r.after is not None else None,
+                    below=unmirror(r.below) if r.below is not None else None,
+                    limit=r.limit,
+                    reverse=True,
+                )
+                return [mirror(key) for key in keys]
+
+            return self.gather(page, requests)
 
         return read
 
