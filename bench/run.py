@@ -20,7 +20,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from bench import churn, load, probe, redis_ref
+from bench import churn, grown, load, probe, redis_ref
 from bench.measure import Recorder, Sample, percentile, summarise
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
@@ -61,6 +61,8 @@ class Plan:
     big_budget_s: float = 600.0
     # Top-k while scores change (bench/churn.py); seconds 0: not measured.
     churn_plan: churn.ChurnPlan = field(default_factory=churn.ChurnPlan)
+    # A board grown through the API and read while writers run (bench/grown.py); members 0: none.
+    grown_plan: grown.GrownPlan = field(default_factory=grown.GrownPlan)
     out: Path = ROOT / "docs"
     data: Path = DATA
 
@@ -73,8 +75,13 @@ class Plan:
             sizes = (*sizes, maximum)
         budget = float(os.environ.get("BENCH_BUDGET_S", "90" if quick else "600"))
         churn_seconds = float(os.environ.get("BENCH_CHURN_S", "15" if quick else "60"))
+        grown_plan = grown.GrownPlan(
+            members=int(os.environ.get("BENCH_GROWN_MEMBERS", "3000" if quick else "20000")),
+            churn_s=churn_seconds,
+        )
         if quick:
             return cls(
+                grown_plan=grown_plan,
                 churn_plan=churn.ChurnPlan(members=3_000, seconds=churn_seconds, shards=(10,)),
                 big_size=int(os.environ.get("BENCH_BIG_MEMBERS", "0")),
                 sizes=sizes,
@@ -90,6 +97,7 @@ class Plan:
         big = int(os.environ.get("BENCH_BIG_MEMBERS", "1000000"))
         big_budget = float(os.environ.get("BENCH_BIG_BUDGET_S", "600"))
         return cls(
+            grown_plan=grown_plan,
             sizes=sizes,
             budget_s=budget,
             big_size=big,
@@ -123,6 +131,7 @@ class Context:
     checks: list[dict[str, Any]] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
     churn: list[dict[str, Any]] = field(default_factory=list)
+    grown: dict[str, Any] | None = None
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -609,6 +618,10 @@ def run(plan: Plan) -> dict[str, Any]:
         if plan.big_size > ctx.loaded and plan.big_shards in plan.shards and stopped is None:
             grow_big(ctx, plan)
             save(ctx, plan, begun, stopped, None)
+        if plan.grown_plan.members > 0:
+            grown_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+            ctx.grown = grown.run(dynamodb.endpoint, grown_client, plan.grown_plan)
+            save(ctx, plan, begun, stopped, None)
         if plan.churn_plan.seconds > 0:
             streams = boto3.client("dynamodbstreams", endpoint_url=dynamodb.endpoint, config=config)
             churn_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
@@ -653,6 +666,7 @@ def save(
         "checks": ctx.checks,
         "probes": ctx.probes,
         "churn": ctx.churn,
+        "grown": ctx.grown,
         "churnPlan": {
             "members": plan.churn_plan.members,
             "seconds": plan.churn_plan.seconds,

@@ -84,6 +84,7 @@ class Stack:
     verbose: bool = False
     deliver_twice: bool = False
     schedule_seconds: float | None = None  # replaces every schedule's period (tests use it)
+    announce: bool = True  # write .devstack/running.json for `invoke` (not for a stack inside the bench)
     dynamodb: DynamoDBLocal | None = None
     moto: MotoServer | None = None
     messaging: Messaging | None = None
@@ -157,6 +158,8 @@ class Stack:
                 timer = ScheduleTimer(schedule, self.schedule_seconds)
                 timer.start()
                 self.timers.append(timer)
+        if not self.announce:
+            return self
         STATE.mkdir(parents=True, exist_ok=True)
         RUNNING.write_text(
             json.dumps(
@@ -178,7 +181,8 @@ class Stack:
             timer.stop()  # first: a run in progress finishes while the database is still up
         if self.api is not None:
             self.api.stop()
-            RUNNING.unlink(missing_ok=True)
+            if self.announce:
+                RUNNING.unlink(missing_ok=True)
         for poller in self.pollers:
             poller.stop()
         if self.moto is not None:
