@@ -26,13 +26,15 @@ from __future__ import annotations
 import math
 import os
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -88,20 +90,28 @@ def member_id(index: int) -> str:
 
 
 @contextmanager
-def local_stack(endpoint: str, prefix: str) -> Iterator[Stack]:
-    """``make run``'s stack on the bench's DynamoDB Local, with tables of its own."""
+def local_stack(endpoint: str, prefix: str, log: Path) -> Iterator[Stack]:
+    """``make run``'s stack on the bench's DynamoDB Local, with tables of its own. What its
+    functions print (their logs and metrics) goes to ``log``, not to the bench's console."""
     saved = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
     stack = Stack(port=0, table_prefix=prefix, announce=False)
-    try:
-        stack.start()
-        yield stack
-    finally:
-        stack.stop()
-        if saved is None:
-            os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
-        else:
-            os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = saved
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out, redirect_stdout(out):
+        try:
+            stack.start()
+            yield stack
+        finally:
+            stack.stop()
+            if saved is None:
+                os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+            else:
+                os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = saved
+
+
+def say(text: str) -> None:
+    """Progress on the console, past the stack's redirected output."""
+    print(text, file=sys.__stdout__, flush=True)
 
 
 def _in_parallel(threads: int, work: Callable[[int], None], count: int) -> None:
@@ -214,7 +224,7 @@ def check(scores: Scores, kind: tuple[str, Any], answer: Any) -> bool:
     return True  # a page after a cursor: checked by the test suite's properties
 
 
-def run(endpoint: str, client: Any, plan: GrownPlan) -> dict[str, Any]:
+def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any]:
     spec = template_module.read("grown-")
     settings = Settings(
         table_name=spec.table_names["LeaderboardTable"],
@@ -222,15 +232,12 @@ def run(endpoint: str, client: Any, plan: GrownPlan) -> dict[str, Any]:
     )
     scores = Scores()
     draw = random.Random(3)
-    with local_stack(endpoint, "grown-") as stack:
+    with local_stack(endpoint, "grown-", log) as stack:
         url = stack.url
         requests.put(
             f"{url}/boards/{BOARD}", json={"operator": "set", "shards": plan.shards}, timeout=TIMEOUT
         ).raise_for_status()
-        print(
-            f"growing {BOARD} to {plan.members:,} members through the API ({plan.writers} clients) ...",
-            flush=True,
-        )
+        say(f"growing {BOARD} to {plan.members:,} members through the API ({plan.writers} clients) ...")
         grow_s = grow(url, plan, scores)
 
         def counted() -> bool:
@@ -252,7 +259,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan) -> dict[str, Any]:
                     "exact": check(scores, kind, answer),
                 }
             )
-        print(f"  grown in {grow_s:.0f} s, counted {settle_s:.0f} s later; {len(layout)} buckets", flush=True)
+        say(f"  grown in {grow_s:.0f} s, counted {settle_s:.0f} s later; {len(layout)} buckets")
 
         # While writers set scores: the same reads, again and again
         stop = threading.Event()
@@ -275,7 +282,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan) -> dict[str, Any]:
         for thread in threads:
             thread.start()
         samples: dict[tuple[str, str], list[Sample]] = {}
-        print(f"reading while {plan.churn_writers} clients write, for {plan.churn_s:.0f} s ...", flush=True)
+        say(f"reading while {plan.churn_writers} clients write, for {plan.churn_s:.0f} s ...")
         started = time.perf_counter()
         while time.perf_counter() - started < plan.churn_s:
             for pattern, variant, read, _ in _reads(reader, scores, draw):
@@ -336,7 +343,6 @@ def run(endpoint: str, client: Any, plan: GrownPlan) -> dict[str, Any]:
 def main() -> None:
     """``python -m bench.grown [members] [churn seconds]``: this measurement alone, printed."""
     import json
-    import sys
 
     import boto3
     from botocore.config import Config
@@ -351,9 +357,9 @@ def main() -> None:
     try:
         config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=64)
         client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
-        print(
-            json.dumps(run(dynamodb.endpoint, client, GrownPlan(members=members, churn_s=churn_s)), indent=1)
-        )
+        plan = GrownPlan(members=members, churn_s=churn_s)
+        result = run(dynamodb.endpoint, client, plan, Path("bench-data") / "grown-stack.log")
+        print(json.dumps(result, indent=1))
     finally:
         dynamodb.stop()
 

@@ -620,7 +620,9 @@ def run(plan: Plan) -> dict[str, Any]:
             save(ctx, plan, begun, stopped, None)
         if plan.grown_plan.members > 0:
             grown_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
-            ctx.grown = grown.run(dynamodb.endpoint, grown_client, plan.grown_plan)
+            ctx.grown = grown.run(
+                dynamodb.endpoint, grown_client, plan.grown_plan, plan.data / "grown-stack.log"
+            )
             save(ctx, plan, begun, stopped, None)
         if plan.churn_plan.seconds > 0:
             streams = boto3.client("dynamodbstreams", endpoint_url=dynamodb.endpoint, config=config)

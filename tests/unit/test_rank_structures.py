@@ -139,17 +139,34 @@ class Simulation:
         if event_id in self.marks:
             return
 
-        def knows(bucket: Bucket) -> buckets.Known:
-            scanned = self.snapshots[(bucket.lo, bucket.snapshot_epoch)]
-            return buckets.Known(self.moved.get(bucket.lo, {}).get(change.member), change.member in scanned)
+        world = self
+
+        class Knows:
+            """As the consumer knows: first guessing that no moved entry exists (the
+            record's transaction is conditional on the guess), then reading them."""
+
+            def __init__(self, optimistic: bool) -> None:
+                self.optimistic = optimistic
+
+            def scanned(self, bucket: Bucket) -> bool:
+                return change.member in world.snapshots[(bucket.lo, bucket.snapshot_epoch)]
+
+            def moved(self, bucket: Bucket) -> int | None:
+                return None if self.optimistic else world.moved.get(bucket.lo, {}).get(change.member)
+
+        def holds(step: buckets.Step) -> bool:
+            entry = self.moved.get(step.bucket.lo, {}).get(change.member)
+            return step.moved is None or not step.moved_checked or entry == step.moved_was
 
         self.marks.add(event_id)
-        for step in buckets.steps(self.layout, change, knows):
+        decided = buckets.steps(self.layout, change, Knows(optimistic=True))
+        if not all(holds(step) for step in decided):  # the transaction fails: read, and again
+            decided = buckets.steps(self.layout, change, Knows(optimistic=False))
+        for step in decided:
             index = self.layout.index(step.bucket)
             self.layout[index] = replace(step.bucket, count=step.bucket.count + step.delta)
             if step.moved is not None:
-                if step.moved_checked:
-                    assert self.moved.get(step.bucket.lo, {}).get(change.member) == step.moved_was
+                assert holds(step)
                 self.moved.setdefault(step.bucket.lo, {})[change.member] = step.moved
             if step.part is not None:
                 self.parts[step.bucket.lo][change.member] = step.part

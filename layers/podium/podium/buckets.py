@@ -58,8 +58,9 @@ from __future__ import annotations
 import base64
 import hashlib
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 SPLIT_AT = 1024  # a bucket past this many members is split
 MAX_PIECES = 16  # the most parts one split cuts a bucket into
@@ -121,13 +122,16 @@ class Change:
     written_us: int
 
 
-@dataclass(frozen=True)
-class Known:
-    """What a bucket in its scan window knows of one member: its entry in the moved map
-    (None: none) and whether the scan showed it in the bucket."""
+class Knows(Protocol):
+    """What a bucket in its scan window knows of the member a record is about."""
 
-    moved: int | None
-    scanned: bool
+    def scanned(self, bucket: Bucket) -> bool:
+        """Whether the bucket's last scan showed the member in it."""
+        ...
+
+    def moved(self, bucket: Bucket) -> int | None:
+        """The member's entry in the bucket's moved map (None: none)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -151,34 +155,38 @@ def member_hash(member_id: str) -> str:
     return base64.b64encode(digest).decode("ascii").rstrip("=")
 
 
-def steps(buckets: Sequence[Bucket], change: Change, knows: Callable[[Bucket], Known]) -> list[Step]:
-    """What ``change`` does to each bucket (only those it changes).
+def steps(buckets: Sequence[Bucket], change: Change, knows: Knows) -> list[Step]:
+    """What ``change`` does to the buckets of its old and new keys (those it changes).
 
     A bucket takes the member's old membership from what its count has of the member
     when its last scan may show the change (in its window: ``knows`` is asked), else from
-    the record's old key. Past the window, in the band where a later record of the member
-    could still be stamped inside the window, the bucket's moved map records the new
-    membership too, so that such a record finds the count's view there."""
+    the record's old key. In the window the moved map always records the new membership,
+    on the condition that the entry is what was read. Past the window, in the band where a
+    later record of the member could still be stamped inside it, the moved map records the
+    new membership too, so that such a record finds the count's view there.
+
+    Only the buckets of the two keys can change. A bucket whose scan showed the member at a
+    key the stream has not brought yet counts it already; the record that brings that key
+    has its new key in the bucket, and finds it counted there (no change). A scan that
+    showed the member at a key older than the stream's did so only for a member whose
+    later records reached the bucket during its split, which its moved map holds."""
     found = []
-    for index, bucket in enumerate(buckets):
+    for index in sorted({locate(buckets, key) for key in (change.old, change.new) if key is not None}):
+        bucket = buckets[index]
         high = upper_bound(buckets, index)
         inside_old = _inside(change.old, bucket.lo, high)
         inside_new = _inside(change.new, bucket.lo, high)
-        window = bucket.in_window(change.written_us)
-        if not (inside_old or inside_new or window):
-            continue
         moved, moved_was, checked = None, None, True
-        if window:
-            known = knows(bucket)
-            was = known.moved if known.moved is not None else int(known.scanned)
-            if was != inside_new or known.moved is not None:
-                moved, moved_was = int(inside_new), known.moved
+        if bucket.in_window(change.written_us):
+            moved_was = knows.moved(bucket)
+            was = moved_was if moved_was is not None else int(knows.scanned(bucket))
+            moved = int(inside_new)
         else:
             was = int(inside_old)
             if bucket.in_band(change.written_us):
                 moved, checked = int(inside_new), False
         part = None
-        if bucket.splitting and (was or inside_old or inside_new):
+        if bucket.splitting:
             part = bucket.part(change.new, high)
         delta = int(inside_new) - was
         if delta or moved is not None or part is not None:

@@ -32,6 +32,26 @@ SNAPSHOTS_CACHED = 256  # bucket snapshots kept in memory (each up to ~10 KB)
 log = logging.getLogger(__name__)
 
 
+class _Knows:
+    """What buckets know of one member, for ``buckets.steps``: the scan from the cached
+    snapshot; the moved entry read from the bucket's state, or first assumed absent (moved
+    entries are rare, and the record's transaction is conditional on the entry it assumed:
+    a wrong guess fails it, and the retry reads)."""
+
+    def __init__(self, upkeep: Upkeep, board_id: str, period: str, member: str, *, optimistic: bool) -> None:
+        self.upkeep, self.board_id, self.period, self.member = upkeep, board_id, period, member
+        self.optimistic = optimistic
+
+    def scanned(self, bucket: Bucket) -> bool:
+        return self.member in self.upkeep.snapshot(self.board_id, self.period, bucket)
+
+    def moved(self, bucket: Bucket) -> int | None:
+        if self.optimistic:
+            return None
+        state = self.upkeep.store.bucket_state(self.board_id, self.period, bucket.lo)
+        return state.moved.get(self.member)
+
+
 def _inclusive(high: str | None) -> str | None:
     """A bucket's exclusive upper end as the inclusive one a range query takes."""
     return buckets.just_below(high) if high is not None else None
@@ -129,7 +149,7 @@ class Upkeep:
         self._layouts[(board_id, period)] = (time.monotonic(), layout)
         return layout
 
-    def _snapshot(self, board_id: str, period: str, bucket: Bucket) -> frozenset[str]:
+    def snapshot(self, board_id: str, period: str, bucket: Bucket) -> frozenset[str]:
         """The members a bucket's last scan showed in it (never changes: cached)."""
         key = (board_id, period, bucket.lo, bucket.snapshot_epoch)
         found = self._snapshots.get(key)
@@ -151,12 +171,7 @@ class Upkeep:
         change = buckets.Change(buckets.member_hash(record.member_id), old, new, record.written_us)
         for attempt in range(MAX_ATTEMPTS):
             layout = self._layout(board_id, period, fresh=attempt > 0)
-
-            def knows(bucket: Bucket) -> buckets.Known:
-                state = self.store.bucket_state(board_id, period, bucket.lo)
-                scanned = change.member in self._snapshot(board_id, period, bucket)
-                return buckets.Known(state.moved.get(change.member), scanned)
-
+            knows = _Knows(self, board_id, period, change.member, optimistic=attempt == 0)
             steps = buckets.steps(layout, change, knows)
             if not steps:
                 return
