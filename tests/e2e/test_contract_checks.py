@@ -123,6 +123,18 @@ def _inbox(stack_url: str, board: str, member: str) -> list[dict[str, Any]]:
     return [n for n in found if n["type"] == "overtaken"]
 
 
+def _told_once_read(stack_url: str, board: str, member: str, *, by_score: int) -> list[tuple[Any, ...]]:
+    """The member's overtaken notifications, as (by, score, byScore), once the notifier has
+    read the change that made one with ``by_score``."""
+
+    def told() -> list[tuple[Any, ...]]:
+        inbox = _inbox(stack_url, board, member)
+        assert any(n["byScore"] == by_score for n in inbox)
+        return [(n["byMemberId"], n["score"], n["byScore"]) for n in inbox]
+
+    return eventually(told)
+
+
 def test_a_rivals_change_read_late_is_judged_as_of_its_moment(stack_url: str) -> None:
     # Given a notifier that falls behind the writes (its stream records wait)
     board = unique_id("late-rival")
@@ -142,12 +154,7 @@ def test_a_rivals_change_read_late_is_judged_as_of_its_moment(stack_url: str) ->
 
     # Then t is told once: m passed its 95 with 150. Not when m was added (t did not follow
     # m then, nor exist), and not when m dropped to 94 (still above t's 95 of that moment)
-    def told() -> list[tuple[Any, ...]]:
-        inbox = _inbox(stack_url, board, "t")
-        assert any(n["byScore"] == 150 for n in inbox)
-        return [(n["type"], n["byMemberId"], n["score"], n["byScore"]) for n in inbox]
-
-    assert eventually(told) == [("overtaken", "m", Decimal(95), Decimal(150))]
+    assert _told_once_read(stack_url, board, "t", by_score=150) == [("m", Decimal(95), Decimal(150))]
 
 
 def test_a_follow_that_ended_after_the_change_still_counts_for_it(stack_url: str) -> None:
@@ -172,20 +179,9 @@ def test_a_follow_that_ended_after_the_change_still_counts_for_it(stack_url: str
 
     # Then ana is told that bo passed her 50 (she followed bo, at 50, when it happened), and
     # nothing of bo's later move (she no longer followed, and 70 is not above 500)
-    def told() -> list[tuple[Any, ...]]:
-        inbox = _inbox(stack_url, board, "ana")
-        assert inbox
-        return [(n["type"], n["byMemberId"], n["score"], n["byScore"]) for n in inbox]
-
-    assert eventually(told) == [("overtaken", "bo", Decimal(50), Decimal(60))]
-
+    assert _told_once_read(stack_url, board, "ana", by_score=60) == [("bo", Decimal(50), Decimal(60))]
     # and once the notifier has read bo's last change (it passed cy's 65), still only that
-    def cy_told() -> list[Any]:
-        scores = [n["byScore"] for n in _inbox(stack_url, board, "cy")]
-        assert scores
-        return scores
-
-    assert eventually(cy_told) == [70]
+    assert _told_once_read(stack_url, board, "cy", by_score=70) == [("bo", Decimal(65), Decimal(70))]
     assert len(_inbox(stack_url, board, "ana")) == 1
 
 

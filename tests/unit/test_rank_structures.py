@@ -40,9 +40,10 @@ def test_just_below_keeps_exactly_the_keys_that_sort_below(key: str, bound: str)
     st.lists(ascii_keys, min_size=1, max_size=60, unique=True),
     st.lists(st.integers(0, 59), max_size=8),
     st.lists(ascii_keys, min_size=1, max_size=9),
+    st.sampled_from([-1, 0, 3, 10, 1000]),
 )
 def test_a_count_plan_counts_exactly_the_keys_below_each_bound(
-    keys: list[str], cuts: list[int], bounds: list[str]
+    keys: list[str], cuts: list[int], bounds: list[str], merge_gap: int
 ) -> None:
     # Given a board's keys split into buckets at arbitrary keys
     keys.sort()
@@ -54,18 +55,22 @@ def test_a_count_plan_counts_exactly_the_keys_below_each_bound(
     bounds.sort()
 
     # When the plan for the sorted bounds is carried out over the keys
-    plan = buckets.plan_counts(layout, bounds)
+    plan = buckets.plan_counts(layout, bounds, merge_gap)
 
-    # Then it counts exactly the keys below each bound
-    for bound, counted, within in zip(bounds, plan.counted, plan.within, strict=True):
+    # Then it counts exactly the keys below each bound: those of the buckets below, and
+    # those of its read from its own bucket's start
+    for bound, counted, within, start in zip(bounds, plan.counted, plan.within, plan.starts, strict=True):
         inside = 0
         if within is not None:
             lo, hi = plan.reads[within]
-            assert bound <= hi
-            inside = sum(1 for k in keys if lo <= k < hi and k < bound)
+            assert lo <= start < bound <= hi
+            inside = sum(1 for k in keys if lo <= k < hi and start <= k < bound)
         assert counted + inside == sum(1 for k in keys if k < bound)
-    # and it reads each bucket that holds bounds once, up to its greatest bound only
-    assert len(plan.reads) == len({lo for lo, _ in plan.reads}) <= len(layout)
+    # and its reads do not overlap, each up to the greatest bound it serves
+    assert all(a[1] <= b[0] for a, b in zip(plan.reads, plan.reads[1:], strict=False))
+    assert sum(plan.serves) == sum(1 for w in plan.within if w is not None)
+    if merge_gap < 0:  # never merged: one read per bucket that holds bounds
+        assert not any(plan.spans)
 
 
 class Simulation:
@@ -215,6 +220,16 @@ class Simulation:
             self.snapshots[(lo, epoch)] = frozenset(m for m, p in scanned.items() if p == piece)
         self.finished += 1
 
+    def drain_and_settle(self, most_step_us: int) -> None:
+        """Deliver the rest of the stream, let every split settle and finish, checking the
+        counts after each."""
+        while self.deliver_one():
+            self.tick(most_step_us + 1)
+        self.assert_exact()
+        self.now += buckets.SETTLE_US
+        self.upkeep()
+        self.assert_exact()
+
     def assert_exact(self) -> None:
         """Every bucket counts exactly the members whose current key lies in it."""
         keys = sorted(self.current.values())
@@ -249,22 +264,12 @@ def test_buckets_kept_from_a_late_stream_and_a_lagging_index_count_exactly(
                 world.assert_exact()
 
         # and once the rest of the stream arrives and every split settles and finishes
-        while world.deliver_one():
-            world.tick(most_step_us + 1)
-        world.assert_exact()
-        world.now += buckets.SETTLE_US
-        world.upkeep()
-        world.assert_exact()
-        # and after more changes on the halves, read late too
+        world.drain_and_settle(most_step_us)
+        # and after more changes on the new buckets, read late too
         for member in sorted(world.current)[: members // 2]:
             world.write(member, draw.randrange(60))
             world.tick(most_step_us + 1)
-        while world.deliver_one():
-            world.tick(most_step_us + 1)
-        world.assert_exact()
-        world.now += buckets.SETTLE_US
-        world.upkeep()
-        world.assert_exact()
+        world.drain_and_settle(most_step_us)
         assert world.finished or members < 12  # the story did split buckets
 
 

@@ -251,26 +251,46 @@ def upper_bound(buckets: Sequence[Bucket], index: int) -> str | None:
     return buckets[index + 1].lo if index + 1 < len(buckets) else None
 
 
+# An index entry of the ranking index is about this many bytes (measured by `make bench`);
+# a query is billed per 4 KB read, 0.5 RCU at the least, so a query that reads a few keys
+# costs as much as one that reads ~68 of them.
+ENTRY_BYTES = 60
+KEYS_PER_READ_UNIT = 4096 // ENTRY_BYTES
+
+
 @dataclass(frozen=True)
 class CountPlan:
     """How to count the index entries below each of some sorted bounds: bound ``i`` has
-    ``counted[i]`` entries in the buckets wholly below it, plus those of ``reads[within[i]]``
-    that sort below it. A read is a range ``(lo, hi)`` of one bucket, from its ``lo`` up to
-    (not including) the greatest bound it holds, so each bucket that holds bounds is read
-    once, whatever the number of bounds in it (``within[i]`` is None: nothing to read)."""
+    ``counted[i]`` entries in the buckets wholly below it, plus the entries of
+    ``reads[within[i]]`` from its own bucket's start (``starts[i]``) up to it. A read is a
+    range ``(lo, hi)`` from the start of a bucket up to (not including) the greatest bound
+    it serves; each bucket that holds bounds is read once, whatever the number of bounds in
+    it, and reads of nearby buckets are one read (``within[i]`` is None: nothing to read)."""
 
     counted: list[int]
     reads: list[tuple[str, str]]
     within: list[int | None]
+    starts: list[str]
+    # How many of the plan's bounds each read serves, and whether it spans buckets.
+    serves: list[int]
+    spans: list[bool]
 
 
-def plan_counts(buckets: Sequence[Bucket], bounds: Sequence[str]) -> CountPlan:
+def plan_counts(buckets: Sequence[Bucket], bounds: Sequence[str], merge_gap: int = -1) -> CountPlan:
     """The plan for the sorted ``bounds``. ``buckets`` are the board's buckets from the
-    first one up to (at least) the bucket holding the greatest bound."""
+    first one up to (at least) the bucket holding the greatest bound.
+
+    Two reads become one when the entries between them (the buckets in between, and half
+    the last bucket's after its greatest bound, by their counts) number at most
+    ``merge_gap``: a query per shard costs a read unit at the least, so the caller passes
+    about what one more round of shard queries would waste in rounding."""
     counted: list[int] = []
-    reads: list[tuple[str, str]] = []
     within: list[int | None] = []
-    read_of: dict[int, int] = {}
+    starts: list[str] = []
+    reads: list[tuple[str, str]] = []
+    serves: list[int] = []
+    spans: list[bool] = []
+    last_bucket = -1
     running, passed = 0, 0
     for bound in bounds:
         own = locate(buckets, bound)
@@ -278,16 +298,29 @@ def plan_counts(buckets: Sequence[Bucket], bounds: Sequence[str]) -> CountPlan:
             running += buckets[passed].count
             passed += 1
         counted.append(running)
+        starts.append(buckets[own].lo)
         if bound == buckets[own].lo:
             within.append(None)
             continue
-        if own not in read_of:
-            read_of[own] = len(reads)
-            reads.append((buckets[own].lo, bound))
+        if reads and own == last_bucket:
+            pass  # the same bucket: the read reaches further
+        elif reads and _gap(buckets, last_bucket, own) <= merge_gap:
+            spans[-1] = True
         else:
-            reads[read_of[own]] = (buckets[own].lo, bound)  # the bounds are sorted
-        within.append(read_of[own])
-    return CountPlan(counted, reads, within)
+            reads.append((buckets[own].lo, bound))
+            serves.append(0)
+            spans.append(False)
+        reads[-1] = (reads[-1][0], bound)  # the bounds are sorted
+        serves[-1] += 1
+        last_bucket = own
+        within.append(len(reads) - 1)
+    return CountPlan(counted, reads, within, starts, serves, spans)
+
+
+def _gap(buckets: Sequence[Bucket], before: int, after: int) -> int:
+    """About how many entries lie between a read ending inside bucket ``before`` and one
+    starting at bucket ``after``."""
+    return buckets[before].count // 2 + sum(b.count for b in buckets[before + 1 : after])
 
 
 def cut(keys: Sequence[str], size: int = REBUILD_SIZE) -> list[tuple[str, int]]:
