@@ -16,7 +16,7 @@ made from then on flow through it. For ``seconds``:
   the aggregator's own code for the head and its ladder;
 * a reader reads the top 10, 100 and 1,000 exactly (``consistent=true``) and pages 2 to 5
   of 100 after a cursor, each steered by the head's hint, and records the keys each read
-  and its rounds of shard queries (``LeaderboardService.last_top_stats``);
+  and its rounds of shard queries (``Services.last_top_stats``);
 * a probe sets one member to a new best score every few seconds and times how long the
   head (``top?limit=1``, not consistent) takes to show it.
 """
@@ -34,12 +34,12 @@ from typing import Any
 from bench import load
 from bench.measure import percentile, top_budget
 from devstack.streams import StreamTail
-from podium.aggregator import Aggregator
 from podium.config import Settings
+from podium.dal import Database
 from podium.models import BoardSettings
-from podium.service import LeaderboardService
-from podium.store import Store
+from podium.stream.aggregate import Aggregator
 from podium.validation import BoardRequest
+from podium.wiring import Services
 
 WINDOW_S = 1.0  # the aggregator's MaximumBatchingWindowInSeconds (template.yaml)
 WRITER_THREADS = 4
@@ -114,7 +114,7 @@ class Board:
 
 
 def _write(
-    service: LeaderboardService,
+    service: Services,
     board_id: str,
     board: Board,
     rate: float,
@@ -126,48 +126,46 @@ def _write(
     next_at = time.monotonic()
     while not stop.is_set():
         member, score = board.pick(draw)
-        service.submit_score(board_id, load.member_id(member), Decimal(score))
+        service.members.submit_score(board_id, load.member_id(member), Decimal(score))
         with seen.lock:
             seen.writes += 1
         next_at += interval
         time.sleep(max(0.0, next_at - time.monotonic()))
 
 
-def _read(service: LeaderboardService, board_id: str, stop: threading.Event, seen: Observed) -> None:
+def _read(service: Services, board_id: str, stop: threading.Event, seen: Observed) -> None:
     while not stop.is_set():
         for name, limit, after_cursor in READS:
             if not after_cursor:
-                service.top(board_id, limit, None, False, consistent=True)
+                service.reads.top(board_id, limit, None, False, consistent=True)
                 _note(seen, name, service)
                 continue
-            page = service.top(board_id, limit, None, False, consistent=True)
+            page = service.reads.top(board_id, limit, None, False, consistent=True)
             for _ in range(4):
                 if page.next_cursor is None:
                     break
-                page = service.top(board_id, limit, page.next_cursor, False, consistent=True)
+                page = service.reads.top(board_id, limit, page.next_cursor, False, consistent=True)
                 _note(seen, name, service)
 
 
-def _note(seen: Observed, name: str, service: LeaderboardService) -> None:
-    stats = service.last_top_stats
+def _note(seen: Observed, name: str, service: Services) -> None:
+    stats = service.reads.last_top_stats
     assert stats is not None
     seen.items.setdefault(name, []).append(stats.items + 2)  # + the board and the head item
     seen.rounds.setdefault(name, []).append(stats.rounds)
 
 
-def _probe(
-    service: LeaderboardService, board_id: str, members: int, stop: threading.Event, seen: Observed
-) -> None:
+def _probe(service: Services, board_id: str, members: int, stop: threading.Event, seen: Observed) -> None:
     """Set a member to a new best score; time how long until the head serves it first."""
     best = 2 * load.TOP_SCORE
     draw = random.Random(7)
     while not stop.wait(PROBE_EVERY_S):
         best += 1
         member = load.member_id(draw.randrange(members))
-        service.submit_score(board_id, member, Decimal(best))
+        service.members.submit_score(board_id, member, Decimal(best))
         written = time.monotonic()
         while time.monotonic() - written < PROBE_GIVE_UP_S:
-            page = service.top(board_id, 1, None, False)
+            page = service.reads.top(board_id, 1, None, False)
             if page.entries and page.entries[0].member_id == member and page.entries[0].score == best:
                 break
             time.sleep(0.02)
@@ -177,37 +175,37 @@ def _probe(
 def run_board(client: Any, streams: Any, settings: Settings, shards: int, plan: ChurnPlan) -> dict[str, Any]:
     from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-    store = Store(settings, client=client)
-    service = LeaderboardService(store)
+    store = Database.connect(settings, client=client)
+    service = Services(store)
     board_id = f"churn-{shards}-shards"
-    service.put_board(
+    service.boards.put_board(
         board_id, BoardRequest(settings=BoardSettings(shards=shards, operator="set"), title=None)
     )
     population = load.Population(seed=shards)
     population.grow(plan.members)
     with tqdm(total=plan.members, unit="item", unit_scale=True, desc=f"load {board_id}") as bar:
         load.grow_board(
-            client, store, board_id, service.board_settings(board_id), population, 0, plan.members, bar,
+            client, store, board_id, service.boards.settings(board_id), population, 0, plan.members, bar,
             profiles=False,
         )  # fmt: skip
     load.set_member_count(client, store, board_id, plan.members)
-    service.rebuild_rank_structures(board_id)
+    service.maintenance.rebuild_rank_structures(board_id)
     arn = client.update_table(
         TableName=settings.table_name,
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     )["TableDescription"]["LatestStreamArn"]
     seen = Observed()
     stop = threading.Event()
-    aggregator = Aggregator(store, service.board_settings, lambda: datetime.now(UTC))
+    aggregator = Aggregator(store, service.boards.settings, lambda: datetime.now(UTC))
     board = Board(population.scores)
     threads = [
         threading.Thread(target=_keep_heads, args=(StreamTail(streams, arn), aggregator, stop, seen)),
-        threading.Thread(target=_read, args=(LeaderboardService(store), board_id, stop, seen)),
-        threading.Thread(target=_probe, args=(LeaderboardService(store), board_id, plan.members, stop, seen)),
+        threading.Thread(target=_read, args=(Services(store), board_id, stop, seen)),
+        threading.Thread(target=_probe, args=(Services(store), board_id, plan.members, stop, seen)),
         *(
             threading.Thread(
                 target=_write,
-                args=(LeaderboardService(store), board_id, board, plan.writes_per_s, stop, seen),
+                args=(Services(store), board_id, board, plan.writes_per_s, stop, seen),
             )
             for _ in range(WRITER_THREADS)
         ),

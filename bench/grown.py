@@ -43,8 +43,8 @@ from bench.measure import Recorder, Sample, percentile, summarise
 from devstack import template as template_module
 from devstack.stack import Stack
 from podium.config import Settings
-from podium.service import LeaderboardService
-from podium.store import Store
+from podium.dal import Database
+from podium.wiring import Services
 
 BOARD = "grown"
 TOP_SCORE = 1_000_000
@@ -158,7 +158,7 @@ class Reader:
     def __init__(self, client: Any, settings: Settings) -> None:
         self.recorder = Recorder()
         self.recorder.attach(client)
-        self.service = LeaderboardService(Store(settings, client=client))
+        self.service = Services(Database.connect(settings, client=client))
 
     def measured(self, read: Callable[[], Any]) -> tuple[Sample, Any]:
         with self.recorder.window() as window:
@@ -176,26 +176,28 @@ def _reads(
     found: list[tuple[str, str, Callable[[], Any], Any]] = []
     for name, fraction in DEPTHS:
         member = listing[max(1, min(size, math.ceil(fraction * size))) - 1]
-        found.append(("rank", name, partial(service.rank, BOARD, member), ("rank", member)))
+        found.append(("rank", name, partial(service.reads.rank, BOARD, member), ("rank", member)))
     friends = draw.sample(listing, RANKS_IDS)
-    found.append(("ranks", "100 at random", lambda: service.ranks(BOARD, friends), ("ranks", friends)))
+    found.append(("ranks", "100 at random", lambda: service.reads.ranks(BOARD, friends), ("ranks", friends)))
     for name, fraction in (("1%", 0.01), ("50%", 0.5), ("last", 1.0)):
         member = listing[max(1, min(size, math.ceil(fraction * size))) - 1]
-        found.append(("around", name, partial(service.around, BOARD, member, RADIUS), ("around", member)))
+        found.append(
+            ("around", name, partial(service.reads.around, BOARD, member, RADIUS), ("around", member))
+        )
     found.append(
         (
             "top",
             "1,000 consistent",
-            lambda: service.top(BOARD, 1000, None, False, consistent=True),
+            lambda: service.reads.top(BOARD, 1000, None, False, consistent=True),
             ("top", None),
         )
     )
-    first = service.top(BOARD, 100, None, False, consistent=True)
+    first = service.reads.top(BOARD, 100, None, False, consistent=True)
     found.append(
         (
             "top",
             "100 after a cursor",
-            partial(service.top, BOARD, 100, first.next_cursor, False),
+            partial(service.reads.top, BOARD, 100, first.next_cursor, False),
             ("page", None),
         )
     )
@@ -246,7 +248,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
 
         settle_s = wait_for(counted, "memberCount")
         reader = Reader(client, settings)
-        layout = reader.service.store.list_buckets(BOARD, "all", consistent=True)
+        layout = reader.service.db.structures.list_buckets(BOARD, "all", consistent=True)
         settled = []
         for pattern, variant, read, kind in _reads(reader, scores, draw):
             read()  # warm
@@ -297,14 +299,14 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
         def caught_up() -> bool:
             listing = scores.listing()
             probe = [listing[0], listing[len(listing) // 2], listing[-1]]
-            return all(reader.service.rank(BOARD, m)["rank"] == scores.rank(m) for m in probe)
+            return all(reader.service.reads.rank(BOARD, m)["rank"] == scores.rank(m) for m in probe)
 
         drain_s = wait_for(caught_up, "the stream to catch up")
         time.sleep(3)
         exact_after = []
         for pattern, variant, read, kind in _reads(reader, scores, draw):
             exact_after.append({"pattern": pattern, "variant": variant, "exact": check(scores, kind, read())})
-        layout = reader.service.store.list_buckets(BOARD, "all", consistent=True)
+        layout = reader.service.db.structures.list_buckets(BOARD, "all", consistent=True)
     while_writing = []
     for (pattern, variant), runs in samples.items():
         rcus = [s.rcu for s in runs]

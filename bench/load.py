@@ -1,7 +1,7 @@
 """Bulk-load boards with the items the service writes for a member.
 
 For every member: the ``MEMBER`` profile item, and the ``SCORE#all`` item with its
-``RankIndex`` keys ``rpk``/``rsk``, built by the store's own helpers. BatchWriteItem,
+``RankIndex`` keys ``rpk``/``rsk``, built by the service's own placement and item codec. BatchWriteItem,
 25 items a call, from several threads, retrying ``UnprocessedItems``. Boards grow:
 a step adds the members a board does not have yet.
 """
@@ -17,10 +17,12 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from podium import numbers
-from podium.keys import ALL_TIME, rank_partition_key, shard_of
+from podium import keys, numbers
+from podium.dal import Database
+from podium.dal.codecs import score_attributes
+from podium.dal.schema import board_key, profile_key, score_key
 from podium.models import BoardSettings, ScoreState
-from podium.store import Store, board_key, profile_key, score_key
+from podium.periods import ALL_TIME
 
 BATCH = 25  # BatchWriteItem's limit
 LOAD_THREADS = 4
@@ -62,20 +64,12 @@ class Population:
 
 
 def score_item(
-    store: Store, board_id: str, settings: BoardSettings, member: str, score: int
+    store: Database, board_id: str, settings: BoardSettings, member: str, score: int
 ) -> dict[str, Any]:
-    """The score item exactly as the service puts it."""
+    """The score item exactly as the service puts it (its placement and item codec)."""
     state = ScoreState(Decimal(score), 1, LOADED_AT_US)
-    try:
-        attributes = store._score_attributes(board_id, settings, member, state, ALL_TIME)
-    except (AttributeError, TypeError):  # the store's helper changed: the same keys, by hand
-        attributes = {
-            "s": {"N": str(score)},
-            "v": {"N": "1"},
-            "t": {"N": str(LOADED_AT_US)},
-            "rpk": {"S": rank_partition_key(board_id, ALL_TIME, shard_of(member, settings.shards))},
-            "rsk": {"S": settings.rank_order.sort_key(Decimal(score), member, LOADED_AT_US)},
-        }
+    where = keys.placement(board_id, settings, member, state, ALL_TIME)
+    attributes = score_attributes(state, where.partition, where.sort_key, where.expires)
     return {**score_key(board_id, member, ALL_TIME), **attributes}
 
 
@@ -100,7 +94,7 @@ def batch_write(client: Any, table: str, items: list[dict[str, Any]]) -> None:
 
 
 def _batches(
-    store: Store,
+    store: Database,
     board_id: str,
     settings: BoardSettings,
     scores: list[int],
@@ -123,7 +117,7 @@ def _batches(
 
 def grow_board(
     client: Any,
-    store: Store,
+    store: Database,
     board_id: str,
     settings: BoardSettings,
     population: Population,
@@ -136,7 +130,7 @@ def grow_board(
     Without ``profiles`` only the score items (what top and rank read) are written."""
 
     def write(items: list[dict[str, Any]]) -> int:
-        batch_write(client, store.table, items)
+        batch_write(client, store.tables.table, items)
         return len(items)
 
     with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
@@ -150,10 +144,10 @@ def grow_board(
             progress.update(future.result())
 
 
-def set_member_count(client: Any, store: Store, board_id: str, count: int) -> None:
+def set_member_count(client: Any, store: Database, board_id: str, count: int) -> None:
     """What the stream's aggregator would have counted for the loaded members."""
     client.update_item(
-        TableName=store.table,
+        TableName=store.tables.table,
         Key=board_key(board_id),
         UpdateExpression="SET memberCount = :n",
         ExpressionAttributeValues={":n": {"N": str(count)}},

@@ -11,8 +11,9 @@ from decimal import Decimal
 from typing import Any
 
 from podium import head
+from podium.dal import Database
+from podium.dal.schema import head_key, profile_key, score_key
 from podium.keys import RankOrder, member_of_key
-from podium.store import Store, head_key, profile_key, score_key
 
 BOARD = "probe"
 PARTITION = "probe#all#0"
@@ -60,8 +61,8 @@ HEAD_ID_KINDS: dict[str, Callable[[random.Random, int], str]] = {
 }
 
 
-def head_items(store: Store, note: Callable[..., None]) -> None:
-    """A full head and ladder (a board of 2,000 members) written with ``Store.put_head`` and
+def head_items(store: Database, note: Callable[..., None]) -> None:
+    """A full head and ladder (a board of 2,000 members) written with ``Database.put_head`` and
     read back eventually consistent, for member ids of several lengths."""
     order = RankOrder(descending=True, earliest=False)
     for number, (what, make_id) in enumerate(HEAD_ID_KINDS.items()):
@@ -70,16 +71,18 @@ def head_items(store: Store, note: Callable[..., None]) -> None:
             order.sort_key(Decimal(draw.randrange(10**7)), make_id(draw, i), 0) for i in range(2000)
         )
         board = f"probe-head-{number}"
-        store.put_head(board, "all", head.from_index(keys[: head.LADDER_REACH + 1], member_of_key), None)
-        response = store.client.get_item(TableName=store.table, Key=head_key(board, "all"))
+        store.structures.put_head(
+            board, "all", head.to_item(head.from_index(keys[: head.LADDER_REACH + 1], member_of_key)), None
+        )
+        response = store.tables.client.get_item(TableName=store.tables.table, Key=head_key(board, "all"))
         size = _item_bytes(response["Item"])
         note("GetItem", f"head item with its ladder, {what}: {size / 1024:.1f} KB", response)
 
 
-def probe(store: Store) -> list[dict[str, Any]]:
-    """Send each request once through ``store.client`` (which asks for INDEXES)."""
-    client: Any = store.client  # plain dicts in, plain dicts out
-    table = store.table
+def probe(store: Database) -> list[dict[str, Any]]:
+    """Send each request once through ``store.tables.client`` (which asks for INDEXES)."""
+    client: Any = store.tables.client  # plain dicts in, plain dicts out
+    table = store.tables.table
     found: list[dict[str, Any]] = []
 
     def note(operation: str, what: str, response: dict[str, Any], **extra: Any) -> None:
@@ -134,7 +137,7 @@ def probe(store: Store) -> list[dict[str, Any]]:
     note("BatchWriteItem", "25 score items (the last batch of 1,000)", response)
     query = {
         "TableName": table,
-        "IndexName": store.settings.rank_index_name,
+        "IndexName": store.tables.rank_index,
         "KeyConditionExpression": "rpk = :p",
         "ExpressionAttributeValues": {":p": {"S": PARTITION}},
     }

@@ -608,7 +608,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "redis-server, each on a free port, and stops them by PID. It creates the tables from "
         "`template.yaml`, as the local stack does, but without the stream: no consumer runs, so "
         "`memberCount` is set after each load and the head item and score buckets are rebuilt with "
-        "`LeaderboardService.rebuild_rank_structures`.",
+        "`Services.rebuild_rank_structures`.",
         "",
         "It grows one board per shard count ("
         + ", ".join(str(s) for s in plan["shards"])
@@ -624,7 +624,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "and an `after-call` hook records what it consumed, its `ScannedCount`, and when it started and "
         "ended. **Rounds** are sequential round trips: requests that overlap in time share a round, and "
         "a request that starts after every earlier one ended opens a new one. The shard queries of one "
-        "call run concurrently (`Store.gather`), so they are one round. Each measurement runs once to "
+        "call run concurrently (`Database.gather`), so they are one round. Each measurement runs once to "
         f"warm up, then {plan['minRuns']} to {plan['maxRuns']} times (until {plan['cellSeconds']} s have "
         "passed). Costs are the median run's, latencies are p50 and p95 over the runs.",
         "",
@@ -720,7 +720,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     out += [
         "- **naive scatter-gather**: the references' pattern. Query every shard for its first k keys and "
         "merge them. It reads k items per shard, `shards * k` in all.",
-        "- **service (consistent)**: `LeaderboardService.top(board, k, None, False, consistent=True)`, the "
+        "- **service (consistent)**: `Services.top(board, k, None, False, consistent=True)`, the "
         "exact path: the board and its head in one BatchGetItem, then one query per shard that stops at "
         "the head's hint (docs/performance.md).",
         "- **service (head item)**: `top(..., consistent=False)` for k ≤ 100, served from the head item "
@@ -756,7 +756,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     out += [
         f"Pages 2 to {plan['pages'] + 1} of {plan['pageSize']} entries, each after the previous page's "
         "`nextCursor`, on the consistent path. **Shard-query rounds** are the rounds of shard queries "
-        "the read took, as `gather_top` counts them (`LeaderboardService.last_top_stats`: every query "
+        "the read took, as `gather_top` counts them (`Services.last_top_stats`: every query "
         "of a round is sent at once, up to 100 in flight); **one round** is the share of pages that "
         "took one.",
         "",
@@ -806,7 +806,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     out += [
         "- **naive**: the references' pattern: read the member's score, then `Select=COUNT` of every entry "
         "above it on every shard. It reads everyone above the member.",
-        "- **service**: `LeaderboardService.rank(board, member)`, on the score buckets the stream keeps.",
+        "- **service**: `Services.rank(board, member)`, on the score buckets the stream keeps.",
         "- **Redis**: `ZSCORE`, then `ZCOUNT` of the strictly greater scores, + 1.",
         "",
         "Members are picked at depths of the listing: the first, 1 %, 10 %, 50 %, 90 % and the last.",

@@ -25,13 +25,16 @@ from bench.measure import Recorder, Sample, percentile, summarise
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
 from devstack.stack import use_local_credentials
+from podium import fanout
+from podium.buckets import just_below
 from podium.config import Settings
-from podium.keys import ALL_TIME, rank_partition_key
+from podium.dal import Database
+from podium.keys import order_of, rank_partition_key
 from podium.models import BoardSettings, Page
+from podium.periods import ALL_TIME
 from podium.ranking import merge_shards
-from podium.service import LeaderboardService
-from podium.store import Store
 from podium.validation import BoardRequest, MemberRequest
+from podium.wiring import Services
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench-data"  # git-ignored: raw results and logs
@@ -109,8 +112,8 @@ class Plan:
 @dataclass
 class Context:
     plan: Plan
-    service: LeaderboardService
-    store: Store
+    service: Services
+    store: Database
     loader_client: Any
     recorder: Recorder
     redis: Any
@@ -189,33 +192,33 @@ def naive_top(ctx: Context, shards: int, k: int) -> list[str]:
     """The references' top-k: every shard's first k keys, merged."""
     board_id = ctx.boards[shards]
     partitions = [rank_partition_key(board_id, ALL_TIME, shard) for shard in range(shards)]
-    pages = ctx.store.gather(lambda p: ctx.store.index_keys(p, limit=k), partitions)
+    pages = fanout.gather(lambda p: ctx.store.index.keys_in_range(p, None, None, limit=k), partitions)
     return merge_shards(pages, k)
 
 
 def naive_rank(ctx: Context, shards: int, member: str) -> int:
     """The references' rank: 1 + COUNT of every entry above the score, on every shard."""
     board_id = ctx.boards[shards]
-    state = ctx.store.get_score(board_id, member, ALL_TIME)
+    state = ctx.store.members.get_score(board_id, member, ALL_TIME)
     assert state is not None, member
-    bound = ctx.settings[shards].rank_order.score_bound(state.score)
+    below = just_below(order_of(ctx.settings[shards]).score_bound(state.score))
     partitions = [rank_partition_key(board_id, ALL_TIME, shard) for shard in range(shards)]
-    return 1 + sum(ctx.store.gather(lambda p: ctx.store.count_index(p, below=bound), partitions))
+    return 1 + sum(fanout.gather(lambda p: ctx.store.index.count_range(p, None, below), partitions))
 
 
 def service_top(ctx: Context, board_id: str, limit: int, cursor: str | None, consistent: bool) -> Page:
     if ctx.capabilities["consistentKeyword"]:
         try:
-            return ctx.service.top(board_id, limit, cursor, False, consistent=consistent)  # type: ignore[call-arg,unused-ignore]
+            return ctx.service.reads.top(board_id, limit, cursor, False, consistent=consistent)  # type: ignore[call-arg,unused-ignore]
         except TypeError as error:
             if "consistent" not in str(error):
                 raise
             ctx.capabilities["consistentKeyword"] = False
             ctx.note(
-                "LeaderboardService.top() has no `consistent` keyword: both service top "
+                "Services.top() has no `consistent` keyword: both service top "
                 "variants below ran the default top()."
             )
-    return ctx.service.top(board_id, limit, cursor, False)
+    return ctx.service.reads.top(board_id, limit, cursor, False)
 
 
 def with_shard_rounds(summary: dict[str, Any], rounds: list[int]) -> dict[str, Any]:
@@ -232,7 +235,7 @@ def with_shard_rounds(summary: dict[str, Any], rounds: list[int]) -> dict[str, A
 def consistent_top(ctx: Context, board_id: str, limit: int, cursor: str | None, rounds: list[int]) -> Page:
     """``service_top(..., consistent=True)``, noting the rounds of shard queries it took."""
     page = service_top(ctx, board_id, limit, cursor, True)
-    stats = ctx.service.last_top_stats
+    stats = ctx.service.reads.last_top_stats
     assert stats is not None
     rounds.append(stats.rounds)
     return page
@@ -240,7 +243,7 @@ def consistent_top(ctx: Context, board_id: str, limit: int, cursor: str | None, 
 
 def measure_top(ctx: Context, size: int, shards: int) -> None:
     board_id = ctx.boards[shards]
-    order = ctx.settings[shards].rank_order
+    order = order_of(ctx.settings[shards])
     for k in ctx.plan.ks:
         summary, keys = measure(ctx, partial(naive_top, ctx, shards, k))
         record(ctx, size, shards, "top", "naive", k=k, **summary)
@@ -311,7 +314,7 @@ def measure_rank(ctx: Context, size: int, shards: int) -> None:
             ctx, partial(naive_rank, ctx, shards, member), warm=not slow, runs=1 if slow else None
         )
         record(ctx, size, shards, "rank", "naive", depth=depth, position=position, **summary)
-        summary, served = measure(ctx, partial(ctx.service.rank, board_id, member))
+        summary, served = measure(ctx, partial(ctx.service.reads.rank, board_id, member))
         record(ctx, size, shards, "rank", "service", depth=depth, position=position, **summary)
         ctx.checks.append(
             {
@@ -332,14 +335,14 @@ def measure_writes(ctx: Context, size: int, shards: int) -> None:
 
     def submit(index: int) -> None:
         delta = draw.randrange(1, 1000)
-        change = ctx.service.submit_score(board_id, load.member_id(index), Decimal(delta))
+        change = ctx.service.members.submit_score(board_id, load.member_id(index), Decimal(delta))
         overrides[index] = int(change.score)
 
     def joiner() -> None:
         number = ctx.joined.get(shards, 0)
         ctx.joined[shards] = number + 1
         request = MemberRequest(data={"name": f"joiner {number}"}, score=None)
-        ctx.service.put_member(board_id, f"joiner-{number:06d}", request)
+        ctx.service.members.put_member(board_id, f"joiner-{number:06d}", request)
 
     summary, _ = measure(ctx, lambda: submit(draw.randrange(0, size)))
     record(ctx, size, shards, "write", "submit_score", what="submit_score, existing member", **summary)
@@ -350,7 +353,8 @@ def measure_writes(ctx: Context, size: int, shards: int) -> None:
     payload = {"bio": "x" * BIG_DATA_BYTES}
     big_member = load.member_id(big)
     summary, _ = measure(
-        ctx, lambda: ctx.service.put_member(board_id, big_member, MemberRequest(data=payload, score=None))
+        ctx,
+        lambda: ctx.service.members.put_member(board_id, big_member, MemberRequest(data=payload, score=None)),
     )
     record(ctx, size, shards, "write", "put_member", what="put_member, replace data (60 KB)", **summary)
     summary, _ = measure(ctx, partial(submit, big))
@@ -383,7 +387,7 @@ def rebuild(ctx: Context, size: int, shards: int) -> None:
     if method is None:
         ctx.capabilities["rebuild"] = False
         ctx.note(
-            "LeaderboardService.rebuild_rank_structures() does not exist: the head item and the "
+            "Services.rebuild_rank_structures() does not exist: the head item and the "
             "score buckets were not built, so `head` and service rank ran on whatever the service "
             "does without them."
         )
@@ -565,16 +569,16 @@ def run(plan: Plan) -> dict[str, Any]:
         settings = create_tables(client, "bench-")
         recorder = Recorder()
         recorder.attach(client)
-        store = Store(settings, client=client)
-        service = LeaderboardService(store)
+        store = Database.connect(settings, client=client)
+        service = Services(store)
         ctx = Context(plan, service, store, loader_client, recorder, redis_server.client())
         ctx.probes = probe.probe(store)
         for shards in plan.shards:
             board_id = f"bench-{shards}-shards"
             request = BoardRequest(settings=BoardSettings(shards=shards), title=f"{shards} shards")
-            service.put_board(board_id, request)
+            service.boards.put_board(board_id, request)
             ctx.boards[shards] = board_id
-            ctx.settings[shards] = service.board_settings(board_id)
+            ctx.settings[shards] = service.boards.settings(board_id)
         loading = 0.0
         stopped = None
         for step, planned in enumerate(plan.sizes):

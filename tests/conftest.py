@@ -36,6 +36,10 @@ from tests.messaging import LocalStack, QueueReader, TopicTap, stream_failures, 
 
 for _key, _value in LOCAL_CREDENTIALS.items():
     os.environ[_key] = _value
+# The functions take their Powertools names from the environment, as the template sets them.
+for _key, _value in template_module.read().environment(unresolved="omit").items():
+    if _key.startswith("POWERTOOLS_"):
+        os.environ.setdefault(_key, _value)
 
 # SNS and SQS endpoints given from outside go to the stack only. Left in this process's
 # environment they would send the moto-mocked unit tests' boto3 clients there too.

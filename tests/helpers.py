@@ -15,7 +15,7 @@ import requests
 if TYPE_CHECKING:
     from podium.models import Page
     from podium.ranking import TopStats
-    from podium.service import LeaderboardService
+    from podium.wiring import Services
 
 T = TypeVar("T")
 
@@ -92,14 +92,14 @@ def expected_listing(scores: dict[str, Decimal]) -> list[tuple[int, str, Decimal
     return [(1 + sum(1 for s in scores.values() if s > scores[m]), m, scores[m]) for m in ordered]
 
 
-def pages(service: LeaderboardService, board: str, limit: int) -> Iterator[tuple[Page, TopStats]]:
+def pages(service: Services, board: str, limit: int) -> Iterator[tuple[Page, TopStats]]:
     """Every page of the listing read from the index, following nextCursor, with what its
     read cost (``last_top_stats``)."""
     cursor = None
     while True:
-        page = service.top(board, limit, cursor, with_data=False, consistent=True)
-        assert service.last_top_stats is not None
-        yield page, service.last_top_stats
+        page = service.reads.top(board, limit, cursor, with_data=False, consistent=True)
+        assert service.reads.last_top_stats is not None
+        yield page, service.reads.last_top_stats
         assert len(page.entries) <= limit
         if page.next_cursor is None:
             return
@@ -107,7 +107,7 @@ def pages(service: LeaderboardService, board: str, limit: int) -> Iterator[tuple
         cursor = page.next_cursor
 
 
-def walk(service: LeaderboardService, board: str, limit: int) -> tuple[list[tuple[int, str, Decimal]], int]:
+def walk(service: Services, board: str, limit: int) -> tuple[list[tuple[int, str, Decimal]], int]:
     """Every entry of the listing, page after page; and the most rounds a page took."""
     entries: list[tuple[int, str, Decimal]] = []
     most_rounds = 0

@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -12,7 +12,7 @@ def around(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     params = http.query(app)
     radius = validation.query_int(params, "radius", 5, 0, validation.MAX_RADIUS)
-    page = default_service().around(board_id, member_id, radius, params.get("period"))
+    page = services().reads.around(board_id, member_id, radius, params.get("period"))
     return http.json_response(
         200,
         {"boardId": board_id, "entries": [entry.to_json() for entry in page.entries], "total": page.total},

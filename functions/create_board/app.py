@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -11,7 +11,7 @@ app = http.create_app()
 def create_board(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     request = validation.board_request(http.body(app), own_id=board_id)
-    board, created = default_service().put_board(board_id, request)
+    board, created = services().boards.put_board(board_id, request)
     return http.json_response(201 if created else 200, board.to_json())
 
 

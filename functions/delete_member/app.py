@@ -2,14 +2,14 @@
 
 from podium import http
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
 
 @app.delete("/boards/<boardId>/members/<memberId>")
 def delete_member(boardId: str, memberId: str) -> Response:
-    default_service().delete_member(http.path_board(app, boardId), http.path_member(app, memberId))
+    services().members.delete_member(http.path_board(app, boardId), http.path_member(app, memberId))
     return http.no_content()
 
 

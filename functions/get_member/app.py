@@ -3,7 +3,7 @@ logged since the last fold."""
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -14,9 +14,9 @@ def get_member(boardId: str, memberId: str) -> Response:
     params = http.query(app)
     period = params.get("period")
     if validation.query_bool(params, "fresh"):
-        member, pending = default_service().fresh_member(board_id, member_id, period)
+        member, pending = services().members.fresh_member(board_id, member_id, period)
         return http.json_response(200, {**member.to_json(), "pendingEvents": pending})
-    return http.json_response(200, default_service().get_member(board_id, member_id, period).to_json())
+    return http.json_response(200, services().members.get_member(board_id, member_id, period).to_json())
 
 
 lambda_handler = http.entrypoint(app)

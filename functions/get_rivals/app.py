@@ -2,14 +2,14 @@
 
 from podium import http
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
 
 @app.get("/boards/<boardId>/members/<memberId>/rivals")
 def get_rivals(boardId: str, memberId: str) -> Response:
-    rivals = default_service().get_rivals(http.path_board(app, boardId), http.path_member(app, memberId))
+    rivals = services().social.get_rivals(http.path_board(app, boardId), http.path_member(app, memberId))
     return http.json_response(200, {"memberIds": rivals})
 
 

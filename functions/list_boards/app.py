@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -11,7 +11,7 @@ app = http.create_app()
 def list_boards() -> Response:
     params = http.query(app)
     limit = validation.query_int(params, "limit", 50, 1, 100)
-    page = default_service().list_boards(limit, params.get("cursor"))
+    page = services().boards.list_boards(limit, params.get("cursor"))
     return http.json_response(
         200, {"boards": [board.to_json() for board in page.boards], "nextCursor": page.next_cursor}
     )

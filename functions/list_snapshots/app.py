@@ -2,7 +2,7 @@
 
 from podium import http, snapshots, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -12,7 +12,7 @@ def list_snapshots(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     params = http.query(app)
     limit = validation.query_int(params, "limit", snapshots.DEFAULT_LIST_LIMIT, 1, snapshots.MAX_LIST_LIMIT)
-    found, next_cursor = snapshots.list_snapshots(default_service(), board_id, limit, params.get("cursor"))
+    found, next_cursor = snapshots.list_snapshots(services(), board_id, limit, params.get("cursor"))
     return http.json_response(200, {"snapshots": [s.to_json() for s in found], "nextCursor": next_cursor})
 
 

@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -11,7 +11,7 @@ app = http.create_app()
 def log_events(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     requests = validation.events_request(http.body(app, required=True))
-    return http.json_response(202, {"accepted": default_service().log_events(board_id, requests)})
+    return http.json_response(202, {"accepted": services().members.log_events(board_id, requests)})
 
 
 lambda_handler = http.entrypoint(app)

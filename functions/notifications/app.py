@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -12,7 +12,7 @@ def notifications(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     params = http.query(app)
     limit = validation.query_int(params, "limit", 20, 1, validation.MAX_NOTIFICATIONS_LIMIT)
-    found, next_cursor = default_service().notifications(board_id, member_id, limit, params.get("cursor"))
+    found, next_cursor = services().social.notifications(board_id, member_id, limit, params.get("cursor"))
     return http.json_response(200, {"notifications": [n.to_json() for n in found], "nextCursor": next_cursor})
 
 

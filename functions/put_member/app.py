@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -11,7 +11,7 @@ app = http.create_app()
 def put_member(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     request = validation.member_request(http.body(app))
-    member, created = default_service().put_member(board_id, member_id, request)
+    member, created = services().members.put_member(board_id, member_id, request)
     return http.json_response(201 if created else 200, member.to_json())
 
 

@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -11,7 +11,7 @@ app = http.create_app()
 def put_rivals(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     rivals = validation.rivals(http.body(app, required=True))
-    return http.json_response(200, {"memberIds": default_service().put_rivals(board_id, member_id, rivals)})
+    return http.json_response(200, {"memberIds": services().social.put_rivals(board_id, member_id, rivals)})
 
 
 lambda_handler = http.entrypoint(app)

@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -12,7 +12,7 @@ def rank(boardId: str, memberId: str) -> Response:
     params = http.query(app)
     consistent = validation.query_bool(params, "consistent")  # count the index, not the buckets
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
-    answer = default_service().rank(board_id, member_id, params.get("period"), consistent=consistent)
+    answer = services().reads.rank(board_id, member_id, params.get("period"), consistent=consistent)
     return http.json_response(200, answer)
 
 

@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -11,7 +11,7 @@ app = http.create_app()
 def ranks(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     member_ids = validation.member_ids(http.body(app, required=True))
-    entries = default_service().ranks(board_id, member_ids, http.query(app).get("period"))
+    entries = services().reads.ranks(board_id, member_ids, http.query(app).get("period"))
     return http.json_response(200, {"entries": [entry.to_json() for entry in entries]})
 
 

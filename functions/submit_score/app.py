@@ -4,10 +4,11 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from podium import http, idempotency, numbers, validation
+from podium import http, numbers, validation
+from podium.dal import idempotency
 from podium.http import Response
 from podium.log import metrics
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -18,7 +19,7 @@ def submit_score(boardId: str, memberId: str) -> Response:
     value = validation.score_value(http.body(app, required=True))
 
     def apply() -> dict[str, Any]:
-        change = default_service().submit_score(board_id, member_id, value)
+        change = services().members.submit_score(board_id, member_id, value)
         metrics.add_metric(name="ScoreSubmitted", unit=MetricUnit.Count, value=1)
         return {"status": 200, "body": numbers.dumps(change.to_json())}
 

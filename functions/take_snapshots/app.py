@@ -6,15 +6,15 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from podium import snapshots
+from podium.config import settings
 from podium.log import logger, metrics
-from podium.service import default_service
+from podium.wiring import services
 
 
 def take_snapshots(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    service = default_service()
-    taken_at = snapshots.scheduled_time(event, service.clock())
+    taken_at = snapshots.scheduled_time(event, services().clock())
     try:
-        report = snapshots.take_snapshots(service, taken_at, snapshots.retention_days())
+        report = snapshots.take_snapshots(services(), taken_at, settings().snapshot_retention_days)
     except snapshots.SnapshotsFailed as error:
         metrics.add_metric(name="SnapshotBoardsFailed", unit=MetricUnit.Count, value=len(error.failed))
         raise

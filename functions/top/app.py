@@ -2,7 +2,7 @@
 
 from podium import http, validation
 from podium.http import Response
-from podium.service import default_service
+from podium.wiring import services
 
 app = http.create_app()
 
@@ -14,7 +14,7 @@ def top(boardId: str) -> Response:
     limit = validation.query_int(params, "limit", 10, 1, validation.MAX_TOP_LIMIT)
     with_data = validation.query_bool(params, "withData")
     consistent = validation.query_bool(params, "consistent")  # skip the head: read the index
-    page = default_service().top(
+    page = services().reads.top(
         board_id, limit, params.get("cursor"), with_data, params.get("period"), consistent=consistent
     )
     return http.json_response(

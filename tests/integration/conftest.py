@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from podium.config import Settings
-from podium.service import LeaderboardService
-from podium.store import Store
+from podium.dal import Database
+from podium.wiring import Services
 from tests.helpers import small_head
 
 pytestmark = pytest.mark.integration
@@ -28,13 +28,13 @@ class TickingClock:
 
 
 @pytest.fixture(scope="session")
-def store(local_tables: Settings, dynamodb_client: Any) -> Store:
-    return Store(local_tables, client=dynamodb_client)
+def store(local_tables: Settings, dynamodb_client: Any) -> Database:
+    return Database.connect(local_tables, client=dynamodb_client)
 
 
 @pytest.fixture
-def service(store: Store) -> LeaderboardService:
-    return LeaderboardService(store, clock=TickingClock())
+def service(store: Database) -> Services:
+    return Services(store, clock=TickingClock())
 
 
 @pytest.fixture

@@ -9,9 +9,8 @@ import pytest
 
 from podium.config import Settings
 from podium.errors import ValidationError
-from podium.events import Folder
-from podium.service import LeaderboardService
 from podium.validation import board_request, events_request, member_request
+from podium.wiring import Services
 from tests.helpers import stream_records, unique_id
 
 pytestmark = pytest.mark.integration
@@ -29,25 +28,25 @@ def _events(*events: tuple[str, Any, str | None]) -> Any:
 
 
 def test_logged_events_fold_once_and_read_fresh_before(
-    service: LeaderboardService, local_tables: Settings, dynamodb_client: Any, dynamodb_endpoint: str
+    service: Services, local_tables: Settings, dynamodb_client: Any, dynamodb_endpoint: str
 ) -> None:
     # Given an image with 10 views, and views logged: one id sent twice, one reused for
     # another image, one for an image that does not exist
     board = unique_id("views")
-    service.put_board(board, board_request({"shards": Decimal(2)}))
-    service.put_member(board, "img-1", member_request({"score": Decimal(10)}))
-    service.put_member(board, "img-2", member_request({}))
-    accepted = service.log_events(
+    service.boards.put_board(board, board_request({"shards": Decimal(2)}))
+    service.members.put_member(board, "img-1", member_request({"score": Decimal(10)}))
+    service.members.put_member(board, "img-2", member_request({}))
+    accepted = service.members.log_events(
         board,
         _events(("img-1", 1, "v-1"), ("img-1", 1, "v-2"), ("img-1", "0.5", None), ("img-1", 1, "v-1")),
     )
-    service.log_events(board, _events(("img-1", 1, "v-2"), ("img-2", 7, "v-1"), ("ghost", 3, "v-9")))
+    service.members.log_events(board, _events(("img-1", 1, "v-2"), ("img-2", 7, "v-1"), ("ghost", 3, "v-9")))
     assert accepted == 4
 
     # When nothing is folded yet, a fresh read is the true total already
-    member, pending = service.fresh_member(board, "img-1")
+    member, pending = service.members.fresh_member(board, "img-1")
     assert (member.score, pending) == (Decimal("12.5"), 3)
-    assert service.get_member(board, "img-1").score == 10
+    assert service.members.get_member(board, "img-1").score == 10
 
     # When the stream delivers the log to the fold, twice
     records = [
@@ -55,22 +54,22 @@ def test_logged_events_fold_once_and_read_fresh_before(
         for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
         if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"P#{board}#")
     ]
-    folder = Folder(service.store, service.board_settings, service.clock)
+    folder = service.folder
     assert folder.fold(records) == set()
     assert folder.fold(records) == set()
 
     # Then each distinct event counted once; the reused id and the ghost's event did not
-    assert service.get_member(board, "img-1").score == Decimal("12.5")
-    assert service.get_member(board, "img-2").score == 0  # "v-1" was img-1's first
-    assert service.fresh_member(board, "img-1")[1] == 0
-    assert service.get_board(board).dropped_events == 1
-    assert service.rank(board, "img-1")["rank"] == 1
+    assert service.members.get_member(board, "img-1").score == Decimal("12.5")
+    assert service.members.get_member(board, "img-2").score == 0  # "v-1" was img-1's first
+    assert service.members.fresh_member(board, "img-1")[1] == 0
+    assert service.boards.get_board(board).dropped_events == 1
+    assert service.reads.rank(board, "img-1")["rank"] == 1
 
 
-def test_only_increment_boards_take_events(service: LeaderboardService) -> None:
+def test_only_increment_boards_take_events(service: Services) -> None:
     board = unique_id("best")
-    service.put_board(board, board_request({"operator": "best"}))
+    service.boards.put_board(board, board_request({"operator": "best"}))
     with pytest.raises(ValidationError, match="only increment boards take events"):
-        service.log_events(board, _events(("a", 1, None)))
+        service.members.log_events(board, _events(("a", 1, None)))
     with pytest.raises(ValidationError, match=r"events\[1\].value"):
         _events(("a", 1, None), ("b", "x", None))

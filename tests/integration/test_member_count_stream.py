@@ -10,12 +10,10 @@ import pytest
 
 from devstack import template as template_module
 from devstack.functions import LambdaContext, load_handler
-from podium import config
-from podium import service as service_module
-from podium import store as store_module
+from podium import wiring
 from podium.config import Settings
-from podium.service import LeaderboardService
 from podium.validation import board_request, member_request
+from podium.wiring import Services
 from tests.helpers import stream_records, unique_id
 
 pytestmark = pytest.mark.integration
@@ -27,18 +25,16 @@ def counter_handler(
 ) -> Iterator[Any]:
     monkeypatch.setenv("TABLE_NAME", local_tables.table_name)
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint)
-    for cached in (config.settings, store_module.default_store, service_module.default_service):
-        cached.cache_clear()
+    wiring.reset()
     consumer = next(
         c for c in template_module.read().stream_consumers() if c.function == "AggregatorFunction"
     )
     yield load_handler("podium_function_member_counter_it", consumer.code_dir, consumer.handler)
-    for cached in (config.settings, store_module.default_store, service_module.default_service):
-        cached.cache_clear()
+    wiring.reset()
 
 
 def test_a_redelivered_batch_counts_once(
-    service: LeaderboardService,
+    service: Services,
     local_tables: Settings,
     dynamodb_client: Any,
     dynamodb_endpoint: str,
@@ -46,11 +42,11 @@ def test_a_redelivered_batch_counts_once(
 ) -> None:
     # Given three members added and one deleted on a new board
     board = unique_id("counted")
-    service.put_board(board, board_request({}))
+    service.boards.put_board(board, board_request({}))
     for member in ("a", "b", "c"):
-        service.put_member(board, member, member_request({"score": Decimal(1)}))
-    service.submit_score(board, "a", Decimal(5))
-    service.delete_member(board, "b")
+        service.members.put_member(board, member, member_request({"score": Decimal(1)}))
+    service.members.submit_score(board, "a", Decimal(5))
+    service.members.delete_member(board, "b")
     records = [
         r
         for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
@@ -64,4 +60,4 @@ def test_a_redelivered_batch_counts_once(
     # Then no record failed, and the count is that of the members left: 2, not 4
     assert first == {"batchItemFailures": []}
     assert second == {"batchItemFailures": []}
-    assert service.get_board(board).member_count == 2
+    assert service.boards.get_board(board).member_count == 2

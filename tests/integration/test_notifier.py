@@ -10,9 +10,8 @@ import pytest
 
 from podium.config import Settings
 from podium.models import Notification
-from podium.notifier import Notifier
-from podium.service import LeaderboardService
 from podium.validation import board_request, member_request
+from podium.wiring import Services
 from tests.helpers import stream_records, unique_id
 
 pytestmark = pytest.mark.integration
@@ -49,31 +48,31 @@ def feed(local_tables: Settings, dynamodb_client: Any, dynamodb_endpoint: str) -
     return records_of
 
 
-def _inbox(service: LeaderboardService, board: str, member: str) -> list[tuple[str, str, Decimal, Decimal]]:
-    found, _ = service.notifications(board, member, 100, None)
+def _inbox(service: Services, board: str, member: str) -> list[tuple[str, str, Decimal, Decimal]]:
+    found, _ = service.social.notifications(board, member, 100, None)
     return [(n.type, n.by_member_id, n.score, n.by_score) for n in found]
 
 
-def _board(service: LeaderboardService, **settings: Any) -> str:
+def _board(service: Services, **settings: Any) -> str:
     board = unique_id("notify")
-    service.put_board(board, board_request({"shards": Decimal(3), **settings}))
+    service.boards.put_board(board, board_request({"shards": Decimal(3), **settings}))
     return board
 
 
-def test_a_rival_passing_a_member_tells_it_once(service: LeaderboardService, feed: Feed) -> None:
+def test_a_rival_passing_a_member_tells_it_once(service: Services, feed: Feed) -> None:
     # Given ana (50) follows bo (40); cy (45) follows nobody; zed leads far ahead
     board = _board(service)
     for member, score in (("zed", 900), ("ana", 50), ("bo", 40), ("cy", 45)):
-        service.put_member(board, member, member_request({"score": Decimal(score)}))
-    service.put_rivals(board, "ana", ["bo"])
+        service.members.put_member(board, member, member_request({"score": Decimal(score)}))
+    service.social.put_rivals(board, "ana", ["bo"])
     publisher = RecordingPublisher()
-    notifier = Notifier(service.store, publisher, service.board_settings)
+    notifier = service.notifier(publisher)
     for record in feed(board):
         notifier.apply(record)
     publisher.published.clear()
 
     # When bo passes ana, and the batch is delivered twice
-    service.submit_score(board, "bo", Decimal(15))
+    service.members.submit_score(board, "bo", Decimal(15))
     batch = feed(board)
     for record in batch + batch:
         notifier.apply(record)
@@ -84,41 +83,39 @@ def test_a_rival_passing_a_member_tells_it_once(service: LeaderboardService, fee
     assert _inbox(service, board, "cy") == []
 
     # And a further rise of bo (already better) and ana's own drop tell no one
-    service.submit_score(board, "bo", Decimal(1))
-    service.submit_score(board, "ana", Decimal(-20))
+    service.members.submit_score(board, "bo", Decimal(1))
+    service.members.submit_score(board, "ana", Decimal(-20))
     for record in feed(board):
         notifier.apply(record)
     assert len(_inbox(service, board, "ana")) == 1
 
 
-def test_a_rival_that_appears_above_counts(service: LeaderboardService, feed: Feed) -> None:
+def test_a_rival_that_appears_above_counts(service: Services, feed: Feed) -> None:
     board = _board(service, order="asc")
-    service.put_member(board, "zed", member_request({"score": Decimal("50.2")}))  # leads: lowest
-    service.put_member(board, "ana", member_request({"score": Decimal("61.5")}))
-    service.put_rivals(board, "ana", ["newcomer"])  # rivals need not exist yet
-    notifier = Notifier(service.store, RecordingPublisher(), service.board_settings)
+    service.members.put_member(board, "zed", member_request({"score": Decimal("50.2")}))  # leads: lowest
+    service.members.put_member(board, "ana", member_request({"score": Decimal("61.5")}))
+    service.social.put_rivals(board, "ana", ["newcomer"])  # rivals need not exist yet
+    notifier = service.notifier(RecordingPublisher())
 
-    service.put_member(board, "newcomer", member_request({"score": Decimal("59.9")}))
+    service.members.put_member(board, "newcomer", member_request({"score": Decimal("59.9")}))
     for record in feed(board):
         notifier.apply(record)
 
     assert _inbox(service, board, "ana") == [("overtaken", "newcomer", Decimal("61.5"), Decimal("59.9"))]
 
 
-def test_leader_changes_tell_both_and_a_deleted_leader_nobody(
-    service: LeaderboardService, feed: Feed
-) -> None:
+def test_leader_changes_tell_both_and_a_deleted_leader_nobody(service: Services, feed: Feed) -> None:
     # Given a first leader (not announced)
     board = _board(service)
-    notifier = Notifier(service.store, RecordingPublisher(), service.board_settings)
-    service.put_member(board, "ana", member_request({"score": Decimal(10)}))
-    service.put_member(board, "bo", member_request({"score": Decimal(5)}))
+    notifier = service.notifier(RecordingPublisher())
+    service.members.put_member(board, "ana", member_request({"score": Decimal(10)}))
+    service.members.put_member(board, "bo", member_request({"score": Decimal(5)}))
     for record in feed(board):
         notifier.apply(record)
     assert _inbox(service, board, "ana") == []
 
     # When bo takes the lead
-    service.submit_score(board, "bo", Decimal(10))
+    service.members.submit_score(board, "bo", Decimal(10))
     for record in feed(board):
         notifier.apply(record)
 
@@ -127,25 +124,25 @@ def test_leader_changes_tell_both_and_a_deleted_leader_nobody(
     assert _inbox(service, board, "ana") == [("newLeader", "bo", Decimal(10), Decimal(15))]
 
     # When the leader bo is deleted, ana leads again and only ana is told
-    service.delete_member(board, "bo")
+    service.members.delete_member(board, "bo")
     for record in feed(board):
         notifier.apply(record)
     assert _inbox(service, board, "ana")[0] == ("newLeader", "bo", Decimal(10), Decimal(15))
     assert len(_inbox(service, board, "ana")) == 2
 
 
-def test_a_failed_publish_is_retried_not_dropped(service: LeaderboardService, feed: Feed) -> None:
+def test_a_failed_publish_is_retried_not_dropped(service: Services, feed: Feed) -> None:
     # Given ana follows bo, and SNS fails on the first delivery
     board = _board(service)
-    service.put_member(board, "zed", member_request({"score": Decimal(900)}))
-    service.put_member(board, "ana", member_request({"score": Decimal(2)}))
-    service.put_member(board, "bo", member_request({"score": Decimal(1)}))
-    service.put_rivals(board, "ana", ["bo"])
+    service.members.put_member(board, "zed", member_request({"score": Decimal(900)}))
+    service.members.put_member(board, "ana", member_request({"score": Decimal(2)}))
+    service.members.put_member(board, "bo", member_request({"score": Decimal(1)}))
+    service.social.put_rivals(board, "ana", ["bo"])
     publisher = RecordingPublisher()
-    notifier = Notifier(service.store, publisher, service.board_settings)
+    notifier = service.notifier(publisher)
     for record in feed(board):
         notifier.apply(record)
-    service.submit_score(board, "bo", Decimal(5))
+    service.members.submit_score(board, "bo", Decimal(5))
     batch = feed(board)
     publisher.fail = True
     [record] = [r for r in batch if r["dynamodb"]["Keys"]["sk"]["S"].startswith("SCORE#")]

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from podium import numbers
 from podium.errors import NotFound
-from podium.service import LeaderboardService
 from podium.validation import board_request, member_request
+from podium.wiring import Services
 from tests.helpers import unique_id
 
 pytestmark = pytest.mark.integration
@@ -111,7 +111,7 @@ operations = st.lists(
     friends=st.lists(st.sampled_from([*MEMBERS, "ghost"]), min_size=1, max_size=6),
 )
 def test_sharded_board_matches_a_sorted_list(
-    service: LeaderboardService,
+    service: Services,
     order: str,
     operator: str,
     tie_break: str,
@@ -123,7 +123,7 @@ def test_sharded_board_matches_a_sorted_list(
 ) -> None:
     # Given a board and the same operations applied to it and to the model
     board = unique_id("prop")
-    service.put_board(
+    service.boards.put_board(
         board,
         board_request(
             {"order": order, "operator": operator, "tieBreak": tie_break, "shards": Decimal(shards)}
@@ -132,18 +132,20 @@ def test_sharded_board_matches_a_sorted_list(
     model = Model(order, operator, tie_break)
     for kind, member, value in ops:
         if kind == "put":
-            service.put_member(board, member, member_request({} if value is None else {"score": value}))
+            service.members.put_member(
+                board, member, member_request({} if value is None else {"score": value})
+            )
             model.put(member, value)
         elif kind == "submit":
             assert value is not None
             if member in model.scores:
-                change = service.submit_score(board, member, value)
+                change = service.members.submit_score(board, member, value)
                 assert change.score == model.submit(member, value)
             else:
                 with pytest.raises(NotFound):
-                    service.submit_score(board, member, value)
+                    service.members.submit_score(board, member, value)
         else:
-            service.delete_member(board, member)
+            service.members.delete_member(board, member)
             model.delete(member)
 
     expected = model.listing()
@@ -152,7 +154,7 @@ def test_sharded_board_matches_a_sorted_list(
     listed: list[tuple[int, str, Decimal]] = []
     cursor = None
     while True:
-        page = service.top(board, page_size, cursor, with_data=False)
+        page = service.reads.top(board, page_size, cursor, with_data=False)
         listed.extend((e.rank, e.member_id, e.score) for e in page.entries)
         cursor = page.next_cursor
         if cursor is None:
@@ -164,16 +166,16 @@ def test_sharded_board_matches_a_sorted_list(
 
     # And every member's rank and window agree with the model
     for position, (rank, member, score) in enumerate(expected):
-        answer = service.rank(board, member)
+        answer = service.reads.rank(board, member)
         assert (answer["rank"], answer["score"]) == (rank, score)
-        window = service.around(board, member, radius).entries
+        window = service.reads.around(board, member, radius).entries
         size = min(2 * radius + 1, len(expected))
         start = min(max(0, position - radius), len(expected) - size)
         assert [(e.rank, e.member_id, e.score) for e in window] == expected[start : start + size]
 
     # And a friends leaderboard lists the known ids once, in listing order
     unique_friends = list(dict.fromkeys(friends))
-    friend_entries = service.ranks(board, unique_friends)
+    friend_entries = service.reads.ranks(board, unique_friends)
     assert [(e.rank, e.member_id, e.score) for e in friend_entries] == [
         entry for entry in expected if entry[1] in unique_friends
     ]
@@ -197,7 +199,7 @@ def _listing_key(model: Model, member: str) -> tuple[Decimal, int | str]:
     page_size=st.integers(1, 4),
 )
 def test_each_page_after_a_cursor_ranks_the_board_as_it_is_then(
-    service: LeaderboardService,
+    service: Services,
     tie_break: str,
     shards: int,
     ops: list[tuple[str, str, Decimal | None]],
@@ -206,28 +208,30 @@ def test_each_page_after_a_cursor_ranks_the_board_as_it_is_then(
 ) -> None:
     # Given a set-board and the model
     board = unique_id("prop-pages")
-    service.put_board(
+    service.boards.put_board(
         board, board_request({"operator": "set", "tieBreak": tie_break, "shards": Decimal(shards)})
     )
     model = Model("desc", "set", tie_break)
 
     def apply(kind: str, member: str, value: Decimal | None) -> None:
         if kind == "delete":
-            service.delete_member(board, member)
+            service.members.delete_member(board, member)
             model.delete(member)
         elif kind == "submit" and member in model.scores:
             assert value is not None
-            service.submit_score(board, member, value)
+            service.members.submit_score(board, member, value)
             model.submit(member, value)
         elif kind != "submit":
-            service.put_member(board, member, member_request({} if value is None else {"score": value}))
+            service.members.put_member(
+                board, member, member_request({} if value is None else {"score": value})
+            )
             model.put(member, value)
 
     for op in ops:
         apply(*op)
 
     # When the listing is read page by page while the board changes between pages
-    page = service.top(board, page_size, None, with_data=False, consistent=True)
+    page = service.reads.top(board, page_size, None, with_data=False, consistent=True)
     assert [(e.rank, e.member_id, e.score) for e in page.entries] == model.listing()[:page_size]
     pending = list(changes)
     while page.next_cursor is not None:
@@ -235,7 +239,7 @@ def test_each_page_after_a_cursor_ranks_the_board_as_it_is_then(
         cursor_key = (-last.score, last.member_id if tie_break == "shared" else model.reached[last.member_id])
         if pending:
             apply(*pending.pop(0))
-        page = service.top(board, page_size, page.next_cursor, with_data=False)
+        page = service.reads.top(board, page_size, page.next_cursor, with_data=False)
 
         # Then each page holds the entries that follow the cursor's place in the board as
         # it is now, each with its rank now

@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 
 from devstack.streams import StreamTail
-from podium import buckets
-from podium import service as service_module
-from podium.aggregator import Aggregator
+from podium import buckets, indexreads
 from podium.config import Settings
+from podium.dal import Database
 from podium.errors import NotFound
-from podium.service import LeaderboardService
-from podium.store import Store
+from podium.stream.aggregate import Aggregator
 from podium.validation import board_request, member_request
+from podium.wiring import Services
 from tests.helpers import expected_listing, unique_id, walk
 
 pytestmark = pytest.mark.integration
@@ -43,7 +42,7 @@ def small_buckets(monkeypatch: pytest.MonkeyPatch) -> None:
     bucket path answers every rank (not the direct COUNT kept for small boards)."""
     monkeypatch.setattr(buckets, "SPLIT_AT", 12)
     monkeypatch.setattr(buckets, "REBUILD_SIZE", 6)
-    monkeypatch.setattr(service_module, "COUNT_INDEX_UP_TO", 0)
+    monkeypatch.setattr(indexreads, "COUNT_INDEX_UP_TO", 0)
 
 
 class Stream:
@@ -71,10 +70,12 @@ def deliver(aggregator: Aggregator, batch: list[dict[str, Any]]) -> None:
         aggregator.apply(record)
 
 
-def assert_buckets_count_the_index(store: Store, board: str, members: int) -> None:
-    keys = sorted(k for shard in range(3) for k in store.keys_in_range(f"{board}#all#{shard}", "", None))
+def assert_buckets_count_the_index(store: Database, board: str, members: int) -> None:
+    keys = sorted(
+        k for shard in range(3) for k in store.index.keys_in_range(f"{board}#all#{shard}", "", None)
+    )
     assert len(keys) == members
-    layout = store.list_buckets(board, "all", consistent=True)
+    layout = store.structures.list_buckets(board, "all", consistent=True)
     for index, bucket in enumerate(layout):
         high = buckets.upper_bound(layout, index)
         assert bucket.count == sum(1 for k in keys if k >= bucket.lo and (high is None or k < high)), bucket
@@ -85,7 +86,7 @@ def expected_rank(scores: dict[str, Decimal], member: str) -> int:
 
 
 def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
-    store: Store,
+    store: Database,
     local_tables: Settings,
     dynamodb_client: Any,
     dynamodb_endpoint: str,
@@ -97,22 +98,22 @@ def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
     # (the head holds 8 keys and its ladder reaches 40: both change all the time)
     rng = random.Random(5)
     clock = SteppingClock()
-    service = LeaderboardService(store, clock=clock)
-    aggregator = Aggregator(store, service.board_settings, clock)
+    service = Services(store, clock=clock)
+    aggregator = Aggregator(store, service.boards.settings, clock)
     board = unique_id("buckets")
-    service.put_board(board, board_request({"shards": 3, "operator": "set"}))
+    service.boards.put_board(board, board_request({"shards": 3, "operator": "set"}))
     stream = Stream(dynamodb_client, dynamodb_endpoint, local_tables.table_name, board)
     scores: dict[str, Decimal] = {}
     for round_ in range(4):
         for index in range(40):
             member = f"p{round_}-{index}"
             scores[member] = Decimal(rng.randrange(60))  # few values: many ties
-            service.put_member(board, member, member_request({"score": scores[member]}))
+            service.members.put_member(board, member, member_request({"score": scores[member]}))
         for member in rng.sample(sorted(scores), 30):
             scores[member] = Decimal(rng.randrange(60))
-            service.submit_score(board, member, scores[member])
+            service.members.submit_score(board, member, scores[member])
         for member in rng.sample(sorted(scores), 5):
-            service.delete_member(board, member)
+            service.members.delete_member(board, member)
             del scores[member]
         stream.fetch()
         batch = stream.take(rng.randrange(len(stream.pending) // 2, len(stream.pending)))
@@ -126,12 +127,12 @@ def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
 
     # Then the buckets split (some splits may still wait to settle), partition the members,
     # and every rank from them is exact
-    layout = store.list_buckets(board, "all", consistent=True)
+    layout = store.structures.list_buckets(board, "all", consistent=True)
     assert len(layout) > 5
     assert [b.lo for b in layout] == sorted(b.lo for b in layout)
     for member in rng.sample(sorted(scores), 40):
-        assert service.rank(board, member)["rank"] == expected_rank(scores, member), member
-        assert service.rank(board, member, consistent=True)["rank"] == expected_rank(scores, member)
+        assert service.reads.rank(board, member)["rank"] == expected_rank(scores, member), member
+        assert service.reads.rank(board, member, consistent=True)["rank"] == expected_rank(scores, member)
 
     # and each bucket counts exactly the index entries in its range
     assert_buckets_count_the_index(store, board, len(scores))
@@ -139,20 +140,20 @@ def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
     # When writes have left the buckets alone for a while and the scheduled job finishes
     # the splits that no record came to finish
     clock.moment += timedelta(seconds=10)
-    service.finish_splits(board)
+    service.maintenance.finish_splits(board)
 
     # Then no split is left half-way, the counts are still exact, and so are the ranks
-    layout = store.list_buckets(board, "all", consistent=True)
+    layout = store.structures.list_buckets(board, "all", consistent=True)
     assert not any(b.splitting for b in layout)
     assert len(layout) > 10
     assert_buckets_count_the_index(store, board, len(scores))
     for member in rng.sample(sorted(scores), 40):
-        assert service.rank(board, member)["rank"] == expected_rank(scores, member), member
+        assert service.reads.rank(board, member)["rank"] == expected_rank(scores, member), member
     # and the head answers the first pages exactly like the index does
-    assert store.get_head(board, "all") is not None
+    assert store.structures.get_head(board, "all") is not None
     for limit in (1, 7, 10, 50, 100):
-        from_head = service.top(board, limit, None, False)
-        from_index = service.top(board, limit, None, False, consistent=True)
+        from_head = service.reads.top(board, limit, None, False)
+        from_index = service.reads.top(board, limit, None, False, consistent=True)
         assert from_head.entries == from_index.entries
         assert from_head.next_cursor == from_index.next_cursor
     # and every page read from the index, steered by that head's ladder (whose counts the
@@ -163,72 +164,74 @@ def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
         assert most_rounds <= 2
     # and ranks of several members at once, and a window around one, agree too
     friends = rng.sample(sorted(scores), 12)
-    for entry in service.ranks(board, friends):
+    for entry in service.reads.ranks(board, friends):
         assert entry.rank == expected_rank(scores, entry.member_id)
     member = rng.choice(sorted(scores))
-    window = service.around(board, member, 3)
+    window = service.reads.around(board, member, 3)
     assert member in [e.member_id for e in window.entries]
     for entry in window.entries:
         assert entry.rank == expected_rank(scores, entry.member_id)
 
 
 def test_the_head_follows_departures_from_the_top_and_refills_from_the_index(
-    service: LeaderboardService,
-    store: Store,
+    service: Services,
+    store: Database,
     local_tables: Settings,
     dynamodb_client: Any,
     dynamodb_endpoint: str,
 ) -> None:
     # Given a board of 140 members whose head the stream keeps
     board = unique_id("head")
-    service.put_board(board, board_request({"shards": 4}))
-    aggregator = Aggregator(store, service.board_settings, service.clock)
+    service.boards.put_board(board, board_request({"shards": 4}))
+    aggregator = Aggregator(store, service.boards.settings, service.clock)
     stream = Stream(dynamodb_client, dynamodb_endpoint, local_tables.table_name, board)
     for index in range(140):
-        service.put_member(board, f"m{index:03d}", member_request({"score": Decimal(index)}))
+        service.members.put_member(board, f"m{index:03d}", member_request({"score": Decimal(index)}))
     stream.fetch()
     deliver(aggregator, stream.take(len(stream.pending)))
-    head = store.get_head(board, "all")
+    head = store.structures.get_head(board, "all")
     assert head is not None
     assert len(head.keys) == 128
 
     # When the 60 best members leave and others climb
     for index in range(80, 140):
-        service.delete_member(board, f"m{index:03d}")
-    service.submit_score(board, "m000", Decimal(1000))
+        service.members.delete_member(board, f"m{index:03d}")
+    service.members.submit_score(board, "m000", Decimal(1000))
     stream.fetch()
     deliver(aggregator, stream.take(len(stream.pending)))
 
     # Then the head was refilled, and its pages are the index's
-    head = store.get_head(board, "all")
+    head = store.structures.get_head(board, "all")
     assert head is not None
     assert head.complete
     assert len(head.keys) == 80
-    top = service.top(board, 100, None, False)
+    top = service.reads.top(board, 100, None, False)
     assert [e.member_id for e in top.entries][:2] == ["m000", "m079"]
-    assert top.entries == service.top(board, 100, None, False, consistent=True).entries
+    assert top.entries == service.reads.top(board, 100, None, False, consistent=True).entries
     assert top.next_cursor is None
     assert top.total == 80
 
 
 def test_a_rebuild_from_the_index_gives_exact_ranks_and_head(
-    service: LeaderboardService, store: Store, small_buckets: None
+    service: Services, store: Database, small_buckets: None
 ) -> None:
     # Given a board whose scores were written without a stream consumer (a bulk load)
     board = unique_id("rebuilt")
-    service.put_board(board, board_request({"shards": 5, "tieBreak": "earliest", "order": "asc"}))
+    service.boards.put_board(board, board_request({"shards": 5, "tieBreak": "earliest", "order": "asc"}))
     rng = random.Random(11)
     scores = {f"r{i}": Decimal(rng.randrange(40)) / 4 for i in range(90)}
     for member, score in scores.items():
-        service.put_member(board, member, member_request({"score": score}))
+        service.members.put_member(board, member, member_request({"score": score}))
 
     # When the head and the buckets are rebuilt
-    count = service.rebuild_rank_structures(board)
+    count = service.maintenance.rebuild_rank_structures(board)
 
     # Then ranks from the buckets equal the index's count, and the head its first page
     assert count == 15
     for member in scores:
-        assert service.rank(board, member) == service.rank(board, member, consistent=True)
-    assert service.top(board, 100, None, False) == service.top(board, 100, None, False, consistent=True)
+        assert service.reads.rank(board, member) == service.reads.rank(board, member, consistent=True)
+    assert service.reads.top(board, 100, None, False) == service.reads.top(
+        board, 100, None, False, consistent=True
+    )
     with pytest.raises(NotFound):
-        service.rank(board, "nobody")
+        service.reads.rank(board, "nobody")

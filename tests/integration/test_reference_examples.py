@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from podium.service import LeaderboardService
 from podium.validation import board_request, member_request
+from podium.wiring import Services
 from tests.helpers import unique_id
 
 pytestmark = pytest.mark.integration
@@ -22,16 +22,16 @@ IMAGES = {
 }
 
 
-def test_write_sharding_lab_top_three(service: LeaderboardService) -> None:
+def test_write_sharding_lab_top_three(service: Services) -> None:
     # Given the lab's six images on a board split across 3 shards
     board = unique_id("images")
-    service.put_board(board, board_request({"shards": Decimal(3)}))
+    service.boards.put_board(board, board_request({"shards": Decimal(3)}))
     for path, views in IMAGES.items():
         member = path.replace("images/", "img-")
-        service.put_member(board, member, member_request({"score": Decimal(views)}))
+        service.members.put_member(board, member, member_request({"score": Decimal(views)}))
 
     # When the top 3 is read by scatter-gather
-    page = service.top(board, 3, None, with_data=False)
+    page = service.reads.top(board, 3, None, with_data=False)
 
     # Then it is image 006, then 004, then 005
     assert [(e.rank, e.member_id, e.score) for e in page.entries] == [
@@ -42,27 +42,27 @@ def test_write_sharding_lab_top_three(service: LeaderboardService) -> None:
     assert page.next_cursor is not None
 
 
-def test_rank_by_count_example(service: LeaderboardService) -> None:
+def test_rank_by_count_example(service: Services) -> None:
     # Given the running event of the rank article: USER#1 ran 82.3 km, one runner ran more
     board = unique_id("event-1")
-    service.put_board(board, board_request({"shards": Decimal(4)}))
-    service.put_member(board, "user-2", member_request({"score": Decimal("101.5")}))
-    service.put_member(board, "user-1", member_request({"score": Decimal("71.1")}))
-    service.put_member(board, "user-4", member_request({"score": Decimal("12")}))
+    service.boards.put_board(board, board_request({"shards": Decimal(4)}))
+    service.members.put_member(board, "user-2", member_request({"score": Decimal("101.5")}))
+    service.members.put_member(board, "user-1", member_request({"score": Decimal("71.1")}))
+    service.members.put_member(board, "user-4", member_request({"score": Decimal("12")}))
 
     # When user 1 tracks another 11.2 km
-    change = service.submit_score(board, "user-1", Decimal("11.2"))
+    change = service.members.submit_score(board, "user-1", Decimal("11.2"))
 
     # Then they have 82.3 km and rank 2nd
     assert (change.score, change.previous_score) == (Decimal("82.3"), Decimal("71.1"))
-    assert service.rank(board, "user-1")["rank"] == 2
+    assert service.reads.rank(board, "user-1")["rank"] == 2
 
     # And a runner with an equal distance shares that rank ("1224")
-    service.put_member(board, "user-3", member_request({"score": Decimal("82.30")}))
-    assert service.rank(board, "user-3")["rank"] == 2
-    assert service.rank(board, "user-1")["rank"] == 2
-    assert service.rank(board, "user-4")["rank"] == 4
-    listing = service.top(board, 10, None, with_data=False).entries
+    service.members.put_member(board, "user-3", member_request({"score": Decimal("82.30")}))
+    assert service.reads.rank(board, "user-3")["rank"] == 2
+    assert service.reads.rank(board, "user-1")["rank"] == 2
+    assert service.reads.rank(board, "user-4")["rank"] == 4
+    listing = service.reads.top(board, 10, None, with_data=False).entries
     assert [(e.rank, e.member_id) for e in listing] == [
         (1, "user-2"),
         (2, "user-1"),

@@ -21,17 +21,19 @@ from devstack import template as template_module
 from devstack.stack import create_tables
 from podium import snapshots
 from podium.config import Settings
+from podium.dal import Database
 from podium.errors import ValidationError
-from podium.service import LeaderboardService
-from podium.store import Store
 from podium.validation import board_request, member_request
+from podium.wiring import Services
 from tests.helpers import unique_id
 
 pytestmark = pytest.mark.integration
 
+KEEP_DAYS = 90
+
 
 @pytest.fixture
-def store(dynamodb_client: Any) -> Store:
+def store(dynamodb_client: Any) -> Database:
     """The template's tables under a prefix of this test's own (overrides the shared store)."""
     spec = template_module.read(f"snap{uuid.uuid4().hex[:8]}-")
     create_tables(dynamodb_client, spec)
@@ -39,16 +41,16 @@ def store(dynamodb_client: Any) -> Store:
         table_name=spec.table_names["LeaderboardTable"],
         idempotency_table_name=spec.table_names["IdempotencyTable"],
     )
-    return Store(settings, client=dynamodb_client)
+    return Database.connect(settings, client=dynamodb_client)
 
 
-def _board(service: LeaderboardService, members: dict[str, Any], **settings: Any) -> str:
+def _board(service: Services, members: dict[str, Any], **settings: Any) -> str:
     board = unique_id("snap")
-    service.put_board(board, board_request({"shards": Decimal(3), **settings}))
+    service.boards.put_board(board, board_request({"shards": Decimal(3), **settings}))
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(
             pool.map(
-                lambda member: service.put_member(
+                lambda member: service.members.put_member(
                     board, member, member_request({"score": Decimal(members[member])})
                 ),
                 members,
@@ -62,10 +64,10 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
-def _stored(store: Store, board: str) -> list[dict[str, Any]]:
+def _stored(store: Database, board: str) -> list[dict[str, Any]]:
     """Every snapshot item of the board, as the table holds it."""
-    response = store.client.query(
-        TableName=store.table,
+    response = store.tables.client.query(
+        TableName=store.tables.table,
         KeyConditionExpression="pk = :p",
         ExpressionAttributeValues={":p": {"S": f"S#{board}"}},
         ConsistentRead=True,
@@ -73,9 +75,7 @@ def _stored(store: Store, board: str) -> list[dict[str, Any]]:
     return list(response["Items"])
 
 
-def test_a_run_records_every_board_s_top_100_and_member_count(
-    service: LeaderboardService, store: Store
-) -> None:
+def test_a_run_records_every_board_s_top_100_and_member_count(service: Services, store: Database) -> None:
     # Given a board of 105 members (more than a snapshot holds), an asc board with decimal
     # scores and ties, and an empty board; the stream would keep memberCount, here we set it
     big = _board(service, {f"m{i:03d}": i % 37 for i in range(105)}, shards=Decimal(4))
@@ -83,12 +83,12 @@ def test_a_run_records_every_board_s_top_100_and_member_count(
         service, {"ana": "61.25", "bo": "59.5", "cy": "61.25", "dee": "70"}, order="asc", tieBreak="shared"
     )
     empty = _board(service, {})
-    store.apply_member_count(unique_id("evt"), big, 105)
-    store.apply_member_count(unique_id("evt"), laps, 4)
+    store.boards.apply_member_count(unique_id("evt"), big, 105)
+    store.boards.apply_member_count(unique_id("evt"), laps, 4)
     taken_at = _now()
 
     # When a run is taken
-    report = snapshots.take_snapshots(service, taken_at)
+    report = snapshots.take_snapshots(service, taken_at, KEEP_DAYS)
 
     # Then each board has one snapshot: its top 100 and memberCount, at the scheduled time
     assert sorted(report.written) == sorted([big, laps, empty])
@@ -98,10 +98,10 @@ def test_a_run_records_every_board_s_top_100_and_member_count(
         found, cursor = snapshots.list_snapshots(service, board, 10, None)
         assert cursor is None
         [snapshot] = found
-        top = service.top(board, 100, None, with_data=False)
+        top = service.reads.top(board, 100, None, with_data=False)
         assert snapshot.entries == top.entries
         assert len(snapshot.entries) == size
-        assert snapshot.member_count == count == service.get_board(board).member_count
+        assert snapshot.member_count == count == service.boards.get_board(board).member_count
         assert snapshot.taken_at == taken_at
         assert snapshot.snapshot_id == snapshots.snapshot_id(board, taken_at)
     [laps_snapshot], _ = snapshots.list_snapshots(service, laps, 10, None)
@@ -113,19 +113,17 @@ def test_a_run_records_every_board_s_top_100_and_member_count(
     ]
 
 
-def test_a_retried_run_with_the_same_time_writes_nothing_new(
-    service: LeaderboardService, store: Store
-) -> None:
+def test_a_retried_run_with_the_same_time_writes_nothing_new(service: Services, store: Database) -> None:
     # Given a run recorded a board
     board = _board(service, {"ana": 10, "bo": 20})
     taken_at = _now()
-    first = snapshots.take_snapshots(service, taken_at)
+    first = snapshots.take_snapshots(service, taken_at, KEEP_DAYS)
     assert first.written == [board]
     item = _stored(store, board)
 
     # When the board changes, and the run is retried with the same scheduled time
-    service.submit_score(board, "ana", Decimal(15))
-    retry = snapshots.take_snapshots(service, taken_at)
+    service.members.submit_score(board, "ana", Decimal(15))
+    retry = snapshots.take_snapshots(service, taken_at, KEEP_DAYS)
 
     # Then the retry writes nothing: the snapshot is the first one, unchanged
     assert (retry.written, retry.existing) == ([], [board])
@@ -135,38 +133,38 @@ def test_a_retried_run_with_the_same_time_writes_nothing_new(
 
 
 def test_a_failing_board_does_not_stop_the_others_and_the_retry_fills_it_in(
-    service: LeaderboardService, store: Store, monkeypatch: pytest.MonkeyPatch
+    service: Services, store: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given three boards, one of which cannot be read
     boards = [_board(service, {"ana": i}) for i in range(3)]
     broken = {boards[1]}
-    top = service.top
+    top = service.reads.top
 
     def flaky_top(board_id: str, *args: Any, **kwargs: Any) -> Any:
         if board_id in broken:
             raise ConnectionError("the ranking index is unreachable")
         return top(board_id, *args, **kwargs)
 
-    monkeypatch.setattr(service, "top", flaky_top)
+    monkeypatch.setattr(service.reads, "top", flaky_top)
     taken_at = _now()
 
     # When a run is taken, the broken board fails it, after the others are recorded
     with pytest.raises(snapshots.SnapshotsFailed) as raised:
-        snapshots.take_snapshots(service, taken_at)
+        snapshots.take_snapshots(service, taken_at, KEEP_DAYS)
     assert set(raised.value.failed) == broken
     assert boards[1] in str(raised.value)
     assert [len(_stored(store, board)) for board in boards] == [1, 0, 1]
 
     # And Lambda's retry of the same event records only the board that was missing
     broken.clear()
-    retry = snapshots.take_snapshots(service, taken_at)
+    retry = snapshots.take_snapshots(service, taken_at, KEEP_DAYS)
     assert retry.written == [boards[1]]
     assert sorted(retry.existing) == sorted([boards[0], boards[2]])
     assert [len(_stored(store, board)) for board in boards] == [1, 1, 1]
 
 
 def test_the_listing_pages_newest_first_without_skipping_or_repeating(
-    service: LeaderboardService, store: Store
+    service: Services, store: Database
 ) -> None:
     # Given seven snapshots of a board, recorded out of order, and one past its TTL
     board = _board(service, {"ana": 1})

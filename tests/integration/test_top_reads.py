@@ -9,19 +9,21 @@ from decimal import Decimal
 import pytest
 
 from podium import head
-from podium.keys import ALL_TIME, rank_partition_key, shard_of
-from podium.service import LeaderboardService
+from podium.indexreads import read_keys
+from podium.keys import rank_partition_key, shard_of
+from podium.periods import ALL_TIME
 from podium.validation import board_request, member_request
+from podium.wiring import Services
 from tests.helpers import expected_listing, pages, unique_id, walk
 
 pytestmark = pytest.mark.integration
 
 
-def make_board(service: LeaderboardService, shards: int, scores: dict[str, Decimal]) -> str:
+def make_board(service: Services, shards: int, scores: dict[str, Decimal]) -> str:
     board = unique_id("top")
-    service.put_board(board, board_request({"shards": Decimal(shards)}))
+    service.boards.put_board(board, board_request({"shards": Decimal(shards)}))
     for member, score in scores.items():
-        service.put_member(board, member, member_request({"score": score}))
+        service.members.put_member(board, member, member_request({"score": score}))
     return board
 
 
@@ -30,7 +32,7 @@ def make_board(service: LeaderboardService, shards: int, scores: dict[str, Decim
     [(1, (6, 20, 21)), (3, (1, 6, 20, 21)), (10, (6, 21)), (50, (6, 21))],
 )
 def test_pages_walked_to_the_end_are_the_sorted_board(
-    service: LeaderboardService, shards: int, limits: tuple[int, ...]
+    service: Services, shards: int, limits: tuple[int, ...]
 ) -> None:
     # Given 20 members with tied scores, on 1 to 50 shards (50: most shards are empty)
     scores = {f"m{i:02d}": Decimal(i % 7) / 2 for i in range(20)}
@@ -45,7 +47,7 @@ def test_pages_walked_to_the_end_are_the_sorted_board(
         assert most_rounds <= 2
 
 
-def test_a_top_held_by_one_shard_is_fetched_in_a_second_round(service: LeaderboardService) -> None:
+def test_a_top_held_by_one_shard_is_fetched_in_a_second_round(service: Services) -> None:
     # Given 10 shards, where the best 15 members all sit on shard 3
     on_shard_3 = [m for m in (f"t{i:03d}" for i in range(400)) if shard_of(m, 10) == 3][:15]
     scores = {member: Decimal(100 + i) for i, member in enumerate(on_shard_3)}
@@ -53,43 +55,49 @@ def test_a_top_held_by_one_shard_is_fetched_in_a_second_round(service: Leaderboa
     board = make_board(service, 10, scores)
     listing = expected_listing(scores)
     # When the top 10 is read
-    page = service.top(board, 10, None, with_data=False, consistent=True)
+    page = service.reads.top(board, 10, None, with_data=False, consistent=True)
     # Then a second round read shard 3 beyond its first page, and the answer is exact
     assert [(e.rank, e.member_id, e.score) for e in page.entries] == listing[:10]
     assert page.next_cursor is not None
-    assert service.last_top_stats is not None
-    assert service.last_top_stats.rounds == 2
+    assert service.reads.last_top_stats is not None
+    assert service.reads.last_top_stats.rounds == 2
     # And the pages from the cursor on agree too
     entries, _ = walk(service, board, 4)
     assert entries == listing
 
 
-def test_index_keys_between_two_keys_excludes_both(service: LeaderboardService) -> None:
+def test_index_keys_between_two_keys_excludes_both(service: Services) -> None:
     # Given one shard with 12 members
     scores = {f"k{i:02d}": Decimal(i) for i in range(12)}
     board = make_board(service, 1, scores)
     partition = rank_partition_key(board, ALL_TIME, 0)
-    keys = service.store.index_keys(partition, limit=100)
+    index = service.db.index
+    keys = read_keys(index, partition, None, None, 100)
     # When keys after one key and below another are read
-    between = service.store.index_keys(partition, after=keys[2], below=keys[8], limit=10)
+    between = read_keys(index, partition, keys[2], keys[8], 10)
     # Then neither bound is returned, a short answer means the range is done
     assert between == keys[3:8]
-    assert service.store.index_keys(partition, after=keys[2], below=keys[8], limit=2) == keys[3:5]
-    assert service.store.index_keys(partition, after=keys[2], below=keys[8], limit=5) == keys[3:8]
-    assert service.store.index_keys(partition, below=keys[4], limit=10) == keys[:4]
+    assert read_keys(index, partition, keys[2], keys[8], 2) == keys[3:5]
+    assert read_keys(index, partition, keys[2], keys[8], 5) == keys[3:8]
+    assert read_keys(index, partition, None, keys[4], 10) == keys[:4]
+    # and read bottom-up, the same ranges come nearest first
+    assert read_keys(index, partition, keys[8], keys[2], 10, reverse=True) == keys[3:8][::-1]
+    assert read_keys(index, partition, keys[4], None, 10, reverse=True) == keys[:4][::-1]
 
 
 def test_reads_steered_by_the_head_take_one_round_and_the_keys_they_need(
-    service: LeaderboardService, head_in_small_sizes: None
+    service: Services, head_in_small_sizes: None
 ) -> None:
     # Given 120 members on 10 shards, whose head (8 keys) and ladder (every 4th position
     # down to 40) were read from the index
     scores = {f"h{i:03d}": Decimal(i * 7 % 97) / 2 for i in range(120)}
     board = make_board(service, 10, scores)
-    service.rebuild_rank_structures(board)
+    service.maintenance.rebuild_rank_structures(board)
     listing = expected_listing(scores)
     limit = 5
-    ladder = service.store.get_head(board, "all").ladder  # type: ignore[union-attr]
+    stored = service.db.structures.get_head(board, "all")
+    assert stored is not None
+    ladder = head.read(stored).ladder
     assert ladder is not None
     # (a cursor past the head is placed within a ladder step)
     reach = ladder.below[-1] - limit - head.margin(limit) - head.LADDER_STEP
@@ -108,24 +116,26 @@ def test_reads_steered_by_the_head_take_one_round_and_the_keys_they_need(
 
 
 def test_a_stale_head_steers_the_read_wrong_but_the_answer_stays_exact(
-    service: LeaderboardService, head_in_small_sizes: None
+    service: Services, head_in_small_sizes: None
 ) -> None:
     # Given a board whose head and ladder were read from the index
     scores = {f"s{i:03d}": Decimal(i) for i in range(90)}
     board = make_board(service, 6, scores)
-    service.rebuild_rank_structures(board)
+    service.maintenance.rebuild_rank_structures(board)
 
     # When the best members leave, others climb past them and newcomers arrive, and no
     # stream consumer tells the head
     for index in range(70, 90):
-        service.delete_member(board, f"s{index:03d}")
+        service.members.delete_member(board, f"s{index:03d}")
         del scores[f"s{index:03d}"]
     for index in range(0, 60, 6):
         scores[f"s{index:03d}"] = Decimal(1000 + index)
-        service.put_member(board, f"s{index:03d}", member_request({"score": Decimal(1000 + index)}))
+        service.members.put_member(board, f"s{index:03d}", member_request({"score": Decimal(1000 + index)}))
     for index in range(15):
         scores[f"new{index:02d}"] = Decimal(30 + 3 * index)
-        service.put_member(board, f"new{index:02d}", member_request({"score": scores[f"new{index:02d}"]}))
+        service.members.put_member(
+            board, f"new{index:02d}", member_request({"score": scores[f"new{index:02d}"]})
+        )
 
     # Then every page read from the index, with the stale head's hints, is exact, in two
     # rounds at most

@@ -17,10 +17,8 @@ from typing import Any
 
 import pytest
 
-import podium.config
-import podium.idempotency
-import podium.service
-import podium.store
+import podium.dal.idempotency
+import podium.wiring
 from devstack import template
 from devstack.functions import Handler, LambdaContext, load_handler
 from devstack.streams import matches
@@ -105,10 +103,8 @@ def put_member_event(member_id: str, score: int) -> dict[str, Any]:
 
 
 def _clear_singletons() -> None:
-    podium.config.settings.cache_clear()
-    podium.store.default_store.cache_clear()
-    podium.service.default_service.cache_clear()
-    podium.idempotency._idempotent_runner.cache_clear()
+    podium.wiring.reset()
+    podium.dal.idempotency._idempotent_runner.cache_clear()
 
 
 @pytest.fixture

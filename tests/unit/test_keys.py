@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from podium import cursors
 from podium.errors import ValidationError
-from podium.keys import Cursor, RankOrder, decode_decimal, encode_decimal, shard_of
+from podium.keys import RankOrder, decode_decimal, encode_decimal, shard_of
 
 # Scores as the API admits them: up to 38 significant digits, abs < 1e30.
 scores = st.decimals(allow_nan=False, allow_infinity=False, places=None).filter(
@@ -79,9 +81,11 @@ def test_shards_are_stable_and_in_range() -> None:
 
 
 def test_cursor_round_trip_and_rejections() -> None:
-    cursor = Cursor("images", "2501#img")
-    assert Cursor.decode(cursor.encode(), "images") == cursor
+    cursor = cursors.encode("images#all", "2501#img")
+    assert cursors.decode(cursor, "images#all") == "2501#img"
     with pytest.raises(ValidationError, match="cursor"):
-        Cursor.decode(cursor.encode(), "other-board")
+        cursors.decode(cursor, "other-board#all")
     with pytest.raises(ValidationError, match="cursor"):
-        Cursor.decode("not-a-cursor!", "images")
+        cursors.decode("not-a-cursor!", "images#all")
+    with pytest.raises(ValidationError, match="cursor"):
+        cursors.decode(cursor, "images#all", re.compile(r"\d+"))

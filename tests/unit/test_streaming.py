@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from podium.streaming import BatchFailed, stream_entrypoint
+from podium.stream.entrypoint import BatchFailed, stream_entrypoint
 
 
 class Context:

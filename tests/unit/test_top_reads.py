@@ -29,7 +29,7 @@ from tests.helpers import small_head
 
 
 class Shards:
-    """Sorted keys per shard, read the way ``Store.index_keys`` reads one shard."""
+    """Sorted keys per shard, read the way ``Database.index_keys`` reads one shard."""
 
     def __init__(self, keys_by_shard: list[list[str]]) -> None:
         self.keys = [sorted(keys) for keys in keys_by_shard]

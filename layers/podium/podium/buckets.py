@@ -62,6 +62,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from podium.models import Bucket, BucketStep
+
 SPLIT_AT = 1024  # a bucket past this many members is split
 MAX_PIECES = 16  # the most parts one split cuts a bucket into
 REBUILD_SIZE = 768  # members per bucket when rebuilt from the index: between a split's halves and SPLIT_AT
@@ -73,39 +75,23 @@ BELOW_EVERY_KEY = ""  # the first bucket's lower bound
 OUT = 0  # a key outside a splitting bucket; inside, its part is numbered from 1
 
 
-@dataclass(frozen=True)
-class Bucket:
-    lo: str  # the lowest sort key the bucket holds
-    count: int
-    epoch: int  # changes whenever the bucket's range or what it records changes
-    # When the count was last taken from a scan of the index (0: it never was), and which
-    # snapshot item holds the members that scan showed in the bucket.
-    snapshot_end_us: int = 0
-    snapshot_epoch: int = 0
-    # While a split is under way: the keys its parts after the first will start at, and
-    # since when.
-    cuts: tuple[str, ...] = ()
-    split_since_us: int = 0
+def in_window(bucket: Bucket, written_us: int) -> bool:
+    """Whether the bucket's last scan may already show a change written at ``written_us``."""
+    return bucket.snapshot_end_us > 0 and written_us <= bucket.snapshot_end_us + SKEW_US
 
-    @property
-    def splitting(self) -> bool:
-        return bool(self.cuts)
 
-    def in_window(self, written_us: int) -> bool:
-        """Whether the bucket's last scan may already show a change written at ``written_us``."""
-        return self.snapshot_end_us > 0 and written_us <= self.snapshot_end_us + SKEW_US
+def in_band(bucket: Bucket, written_us: int) -> bool:
+    """Whether a change written at ``written_us``, past the window, may still be followed
+    by one of the same member stamped inside it (its writers' clocks differ)."""
+    return bucket.snapshot_end_us > 0 and written_us <= bucket.snapshot_end_us + 2 * SKEW_US
 
-    def in_band(self, written_us: int) -> bool:
-        """Whether a change written at ``written_us``, past the window, may still be followed
-        by one of the same member stamped inside it (its writers' clocks differ)."""
-        return self.snapshot_end_us > 0 and written_us <= self.snapshot_end_us + 2 * SKEW_US
 
-    def part(self, key: str | None, high: str | None) -> int:
-        """Which part of this splitting bucket holds ``key`` (1 for the first; OUT when the
-        bucket does not: ``high`` is its exclusive upper end)."""
-        if key is None or key < self.lo or (high is not None and key >= high):
-            return OUT
-        return 1 + bisect_right(self.cuts, key)
+def part(bucket: Bucket, key: str | None, high: str | None) -> int:
+    """Which part of a splitting bucket holds ``key`` (1 for the first; OUT when the bucket
+    does not: ``high`` is its exclusive upper end)."""
+    if key is None or key < bucket.lo or (high is not None and key >= high):
+        return OUT
+    return 1 + bisect_right(bucket.cuts, key)
 
 
 @dataclass(frozen=True)
@@ -134,28 +120,13 @@ class Knows(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class Step:
-    """What one record does to one bucket: add ``delta``; set the member's moved entry
-    to ``moved`` when it is not None, on the condition that it was ``moved_was`` (None:
-    absent) unless ``moved_checked`` is False; record the member's ``part`` when the
-    bucket is splitting."""
-
-    bucket: Bucket
-    delta: int
-    moved: int | None = None
-    moved_was: int | None = None
-    moved_checked: bool = True
-    part: int | None = None
-
-
 def member_hash(member_id: str) -> str:
     """A member's 64-bit fingerprint, as the moved maps and snapshots name it."""
     digest = hashlib.blake2b(member_id.encode("utf-8"), digest_size=8).digest()
     return base64.b64encode(digest).decode("ascii").rstrip("=")
 
 
-def steps(buckets: Sequence[Bucket], change: Change, knows: Knows) -> list[Step]:
+def steps(buckets: Sequence[Bucket], change: Change, knows: Knows) -> list[BucketStep]:
     """What ``change`` does to the buckets of its old and new keys (those it changes).
 
     A bucket takes the member's old membership from what its count has of the member
@@ -177,20 +148,18 @@ def steps(buckets: Sequence[Bucket], change: Change, knows: Knows) -> list[Step]
         inside_old = _inside(change.old, bucket.lo, high)
         inside_new = _inside(change.new, bucket.lo, high)
         moved, moved_was, checked = None, None, True
-        if bucket.in_window(change.written_us):
+        if in_window(bucket, change.written_us):
             moved_was = knows.moved(bucket)
             was = moved_was if moved_was is not None else int(knows.scanned(bucket))
             moved = int(inside_new)
         else:
             was = int(inside_old)
-            if bucket.in_band(change.written_us):
+            if in_band(bucket, change.written_us):
                 moved, checked = int(inside_new), False
-        part = None
-        if bucket.splitting:
-            part = bucket.part(change.new, high)
+        where = part(bucket, change.new, high) if bucket.splitting else None
         delta = int(inside_new) - was
-        if delta or moved is not None or part is not None:
-            found.append(Step(bucket, delta, moved, moved_was, checked, part))
+        if delta or moved is not None or where is not None:
+            found.append(BucketStep(bucket, delta, moved, moved_was, checked, where))
     return found
 
 

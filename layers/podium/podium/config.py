@@ -1,4 +1,6 @@
-"""Configuration, read from the environment when first needed (never at import time)."""
+"""Every setting of the service, in one validated model read from the environment on
+first use (never at import time). A required setting that is missing fails with a message
+that names it, when something first needs it."""
 
 from __future__ import annotations
 
@@ -6,30 +8,74 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
+DEFAULT_SHARD_QUERY_CONCURRENCY = 100  # every shard of a board (at most 100) at once
+DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
+
+
+class MissingSetting(RuntimeError):
+    """A setting the function needs is not in its environment (a template or wiring error)."""
+
 
 @dataclass(frozen=True)
 class Settings:
-    table_name: str
-    idempotency_table_name: str
+    table_name: str = ""
+    idempotency_table_name: str = ""
     rank_index_name: str = "RankIndex"
     notification_topic_arn: str = ""
     # Every shard of a board (at most 100) is queried at once: a round of shard queries
     # takes one round trip, not one per wave of threads.
-    shard_query_concurrency: int = 100
+    shard_query_concurrency: int = DEFAULT_SHARD_QUERY_CONCURRENCY
+    snapshot_retention_days: int = DEFAULT_SNAPSHOT_RETENTION_DAYS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.shard_query_concurrency <= 1000:
+            raise ValueError(
+                f"SHARD_QUERY_CONCURRENCY must be from 1 to 1000, not {self.shard_query_concurrency}"
+            )
+        if self.snapshot_retention_days < 1:
+            days = self.snapshot_retention_days
+            raise ValueError(f"SNAPSHOT_RETENTION_DAYS must be at least 1, not {days}")
+
+    @property
+    def table(self) -> str:
+        return _required(self.table_name, "TABLE_NAME", "the function has no table to use")
+
+    @property
+    def idempotency_table(self) -> str:
+        return _required(
+            self.idempotency_table_name, "IDEMPOTENCY_TABLE_NAME", "Idempotency-Key cannot be remembered"
+        )
+
+    @property
+    def notification_topic(self) -> str:
+        return _required(self.notification_topic_arn, "NOTIFICATION_TOPIC_ARN", "notifications would be lost")
 
     @classmethod
     def from_environment(cls) -> Settings:
-        try:
-            table = os.environ["TABLE_NAME"]
-        except KeyError as error:
-            raise RuntimeError("TABLE_NAME is not set: the function has no table to use") from error
         return cls(
-            table_name=table,
+            table_name=os.environ.get("TABLE_NAME", ""),
             idempotency_table_name=os.environ.get("IDEMPOTENCY_TABLE_NAME", ""),
             rank_index_name=os.environ.get("RANK_INDEX_NAME", "RankIndex"),
             notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN", ""),
-            shard_query_concurrency=int(os.environ.get("SHARD_QUERY_CONCURRENCY", "100")),
+            shard_query_concurrency=_integer("SHARD_QUERY_CONCURRENCY", DEFAULT_SHARD_QUERY_CONCURRENCY),
+            snapshot_retention_days=_integer("SNAPSHOT_RETENTION_DAYS", DEFAULT_SNAPSHOT_RETENTION_DAYS),
         )
+
+
+def _required(value: str, name: str, consequence: str) -> str:
+    if not value:
+        raise MissingSetting(f"{name} is not set: {consequence}")
+    return value
+
+
+def _integer(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
 
 
 @cache

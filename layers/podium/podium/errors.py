@@ -35,3 +35,23 @@ class PayloadTooLarge(PodiumError):
 class Throttled(PodiumError):
     status = 429
     code = "Throttled"
+
+
+# What a conditional write to the database can come back with: the data-access layer
+# raises these, the domain decides what they mean (retry, 404, already done).
+
+
+class VersionConflict(Exception):
+    """Another write changed the item between our read and our conditional write."""
+
+
+class ItemMissing(Exception):
+    """The item a conditional write expected is not there (deleted meanwhile)."""
+
+
+class AlreadyApplied(Exception):
+    """The mark of this stream record's effect exists: it was applied before."""
+
+
+class BucketMoved(Exception):
+    """A bucket was split, or what it records changed, since it was read: read again."""

@@ -26,12 +26,13 @@ the ladder is next read (after ``LADDER_REREAD_AFTER`` changes at the latest).
 
 from __future__ import annotations
 
-import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
+from podium.keys import member_of_key
+from podium.models import HeadItem
 from podium.ranking import Hint
 
 SERVES_UP_TO = 100  # the largest `limit` a head answers (the API's promise)
@@ -200,23 +201,20 @@ def _insert(keys: list[str], key: str) -> None:
     insort(keys, key)
 
 
-def encode(keys: Sequence[str]) -> bytes:
-    """Keys packed for the item: sort keys share long prefixes, so they compress well and
-    the head with its ladder stays within the 8 KB that one eventually consistent RCU
-    reads for member ids of a few dozen characters (docs/performance.md)."""
-    return zlib.compress("\n".join(keys).encode("utf-8"), 6)
+def read(item: HeadItem) -> Head:
+    """The head as its item holds it (``podium.dal.codecs``)."""
+    ladder = None
+    if item.ladder is not None:
+        keys, below, total, changes = item.ladder
+        ladder = Ladder(keys, below, total, changes)
+    return Head(item.keys, item.complete, item.version, {member_of_key(k): k for k in item.keys}, ladder)
 
 
-def decode(blob: bytes) -> list[str]:
-    text = zlib.decompress(blob).decode("utf-8")
-    return text.split("\n") if text else []
-
-
-def encode_ladder(ladder: Ladder) -> bytes:
-    """The ladder packed like the keys: a line per sample, its count then its key."""
-    return encode([f"{count} {key}" for key, count in zip(ladder.keys, ladder.below, strict=True)])
-
-
-def decode_ladder(blob: bytes, total: int | None, changes: int) -> Ladder:
-    samples = [line.split(" ", 1) for line in decode(blob)]
-    return Ladder(tuple(key for _, key in samples), tuple(int(count) for count, _ in samples), total, changes)
+def to_item(head: Head) -> HeadItem:
+    ladder = head.ladder
+    return HeadItem(
+        head.keys,
+        head.complete,
+        head.version,
+        (ladder.keys, ladder.below, ladder.total, ladder.changes) if ladder is not None else None,
+    )

@@ -18,22 +18,19 @@ index entries whose ``rsk`` is below ``score_bound(score)``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 
-from podium.errors import ValidationError
+from podium import periods
+from podium.models import BoardSettings, Placement, ScoreState
 from podium.numbers import EXACT
+from podium.periods import ALL_TIME
 
 SEPARATOR = "#"  # below every digit, so a shorter mantissa sorts first
 NEGATIVE_END = "~"  # above every digit, so a longer negative mantissa sorts first
 EXPONENT_BIAS = 500
 REACHED_WIDTH = 17  # microseconds since the epoch, zero-padded
-
-ALL_TIME = "all"  # the period of a board that never resets
 
 
 def shard_of(member_id: str, shards: int) -> int:
@@ -133,27 +130,26 @@ class RankOrder:
         return (score if not score.is_zero() else Decimal(0)), member_id
 
 
-@dataclass(frozen=True)
-class Cursor:
-    """A position in a listing: just after the entry with ``sort_key``. It carries no rank
-    or position: those are counted when the next page is read, so that the page shows the
-    ranks of the board as it is then (members may have arrived above the cursor since)."""
+def order_of(settings: BoardSettings) -> RankOrder:
+    """How a board orders its members: the part of its settings the sort key needs."""
+    return RankOrder(descending=settings.order == "desc", earliest=settings.tie_break == "earliest")
 
-    board_id: str
-    sort_key: str
 
-    def encode(self) -> str:
-        raw = json.dumps({"b": self.board_id, "k": self.sort_key})
-        return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii").rstrip("=")
+def placement(
+    board_id: str, settings: BoardSettings, member_id: str, state: ScoreState, period: str
+) -> Placement:
+    """Where the member's score item goes in the ranking index: its shard's partition, its
+    sort key, and, on a time-windowed board, when the period's ranking expires."""
+    expires = None
+    if period != ALL_TIME:
+        expires = periods.expires_at(settings.reset, period, settings.retain_periods)
+    return Placement(
+        partition=rank_partition_key(board_id, period, shard_of(member_id, settings.shards)),
+        sort_key=order_of(settings).sort_key(state.score, member_id, state.reached_at_us),
+        expires=expires,
+    )
 
-    @classmethod
-    def decode(cls, text: str, board_id: str) -> Cursor:
-        try:
-            padded = text + "=" * (-len(text) % 4)
-            raw = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-            cursor = cls(str(raw["b"]), str(raw["k"]))
-        except (ValueError, KeyError, TypeError, binascii.Error, UnicodeError) as error:
-            raise ValidationError("cursor is not valid: pass the nextCursor of a previous page") from error
-        if cursor.board_id != board_id or not cursor.sort_key:
-            raise ValidationError("cursor is not valid for this board")
-        return cursor
+
+def partitions(board_id: str, settings: BoardSettings, period: str) -> list[str]:
+    """The shard partitions of a board's ranking in one period."""
+    return [rank_partition_key(board_id, period, shard) for shard in range(settings.shards)]

@@ -1,4 +1,6 @@
-"""Typed models that the domain takes and returns, and their JSON representations."""
+"""The service's vocabulary: typed records that the domain and the data-access layer pass
+each other, and their JSON representations. Nothing here reads the clock, computes a key
+or touches the database: this module imports neither side."""
 
 from __future__ import annotations
 
@@ -6,9 +8,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
-
-from podium import clock, periods
-from podium.keys import RankOrder
 
 ORDERS = ("desc", "asc")
 OPERATORS = ("increment", "best", "set")
@@ -33,10 +32,6 @@ class BoardSettings:
     reset: str = "never"
     retain_periods: int = 12
     rollup_to: tuple[str, ...] = ()
-
-    @property
-    def rank_order(self) -> RankOrder:
-        return RankOrder(descending=self.order == "desc", earliest=self.tie_break == "earliest")
 
     def is_better(self, a: Decimal, b: Decimal) -> bool:
         """Is score ``a`` strictly better than ``b`` under this board's order?"""
@@ -63,6 +58,7 @@ class Board:
     created_at: datetime
     member_count: int = 0
     dropped_events: int = 0
+    period: str | None = None  # a time-windowed board's current period, as the domain read it
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -77,7 +73,7 @@ class Board:
         }
         if self.settings.reset != "never":
             body["reset"] = self.settings.reset
-            body["period"] = periods.period_of(self.settings.reset, clock.now())
+            body["period"] = self.period
             body["retainPeriods"] = self.settings.retain_periods
         if self.settings.rollup_to:
             body["rollupTo"] = list(self.settings.rollup_to)
@@ -325,3 +321,106 @@ class LoggedEvent:
     insertion: str  # unique per insert: tells a redelivery from a later re-send
     event_id: str | None = None
     fold: str | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a member's score item sits in the ranking index: the shard partition
+    (``rpk``) and the sort key (``rsk``), and when the item expires (a windowed board's
+    period), as the domain computes them (``podium.keys.placement``)."""
+
+    partition: str
+    sort_key: str
+    expires: int | None = None
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One score bucket (``podium.buckets``): the index entries in ``[lo, next lo)``."""
+
+    lo: str  # the lowest sort key the bucket holds
+    count: int
+    epoch: int  # changes whenever the bucket's range or what it records changes
+    # When the count was last taken from a scan of the index (0: it never was), and which
+    # snapshot item holds the members that scan showed in the bucket.
+    snapshot_end_us: int = 0
+    snapshot_epoch: int = 0
+    # While a split is under way: the keys its parts after the first will start at, and
+    # since when.
+    cuts: tuple[str, ...] = ()
+    split_since_us: int = 0
+
+    @property
+    def splitting(self) -> bool:
+        return bool(self.cuts)
+
+
+@dataclass(frozen=True)
+class BucketStep:
+    """What one record does to one bucket: add ``delta``; set the member's moved entry
+    to ``moved`` when it is not None, on the condition that it was ``moved_was`` (None:
+    absent) unless ``moved_checked`` is False; record the member's ``part`` when the
+    bucket is splitting."""
+
+    bucket: Bucket
+    delta: int
+    moved: int | None = None
+    moved_was: int | None = None
+    moved_checked: bool = True
+    part: int | None = None
+
+
+@dataclass(frozen=True)
+class BucketState:
+    """What a bucket records per member hash: ``moved`` (its membership as the count has
+    it, for records its last scan may already show) and ``parts`` (while it splits)."""
+
+    moved: dict[str, int]
+    parts: dict[str, int]
+    version: int
+
+
+@dataclass(frozen=True)
+class FinishedSplit:
+    """A split's outcome (``podium.buckets.split_counts``): the buckets in place of ``old``
+    (the first keeps its ``lo``), what each records, and the members the scan showed in
+    each."""
+
+    old: Bucket
+    state_version: int
+    pieces: list[Bucket]
+    moved: list[dict[str, int]]
+    scanned: list[frozenset[str]]
+
+
+@dataclass(frozen=True)
+class HeadItem:
+    """The head item as stored (``podium.head`` reads it into a ``Head``): the best keys,
+    whether they are the whole board, its version, and the ladder's samples (keys, counts
+    below each, the index's size when within reach, changes since it was read)."""
+
+    keys: list[str]
+    complete: bool
+    version: int
+    ladder: tuple[tuple[str, ...], tuple[int, ...], int | None, int] | None = None
+
+
+@dataclass(frozen=True)
+class LeaderState:
+    """The board's leader as the notifier last saw it, and notifications still to deliver."""
+
+    member_id: str | None
+    sort_key: str | None
+    score: Decimal | None
+    version: int
+    pending: list[Notification]
+
+
+@dataclass(frozen=True)
+class View:
+    """What a ranking read needs before it touches the index, read in one BatchGetItem."""
+
+    board: Board | None
+    period_count: int
+    score: ScoreState | None
+    head: HeadItem | None

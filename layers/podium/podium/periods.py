@@ -12,7 +12,8 @@ import re
 from datetime import UTC, date, datetime, timedelta
 
 from podium.errors import NotFound, ValidationError
-from podium.keys import ALL_TIME
+
+ALL_TIME = "all"  # the period of a board that never resets
 
 PATTERNS = {
     "daily": re.compile(r"(\d{4})-(\d{2})-(\d{2})"),

@@ -15,31 +15,29 @@ period with the service's own ``top`` and puts ``S#{boardId}`` / ``{takenAt}``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import os
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from podium.errors import NotFound, ValidationError
+from podium import cursors
+from podium.dal.snapshots import snapshot_sort_key
+from podium.errors import NotFound
 from podium.log import logger
 from podium.models import Snapshot
-from podium.service import LeaderboardService
-from podium.store import snapshot_sort_key
+
+if TYPE_CHECKING:
+    from podium.wiring import Services
 
 SNAPSHOT_SIZE = 100  # entries recorded per board
 MAX_LIST_LIMIT = 100  # GET .../snapshots?limit=
 DEFAULT_LIST_LIMIT = 10
-DEFAULT_RETENTION_DAYS = 90
 CATALOG_PAGE = 100  # board ids read from the catalog at a time
 BOARD_CONCURRENCY = 8  # boards snapshotted at once
 SORT_KEY = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00")
-INVALID_CURSOR = "cursor is not valid: pass the nextCursor of a previous page"
 
 
 class SnapshotsFailed(Exception):
@@ -92,30 +90,21 @@ def scheduled_time(event: dict[str, Any], now: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
-def retention_days() -> int:
-    """How long snapshots are kept: ``SNAPSHOT_RETENTION_DAYS`` (the template's
-    ``SnapshotRetentionDays``), 90 by default."""
-    days = int(os.environ.get("SNAPSHOT_RETENTION_DAYS", str(DEFAULT_RETENTION_DAYS)))
-    if days < 1:
-        raise ValueError(f"SNAPSHOT_RETENTION_DAYS must be at least 1, not {days}")
-    return days
-
-
-def _board_ids(service: LeaderboardService) -> Iterator[list[str]]:
+def _board_ids(services: Services) -> Iterator[list[str]]:
     after: str | None = None
     while True:
-        ids, after = service.store.list_board_ids(CATALOG_PAGE, after)
+        ids, after = services.db.boards.list_board_ids(CATALOG_PAGE, after)
         if ids:
             yield ids
         if after is None:
             return
 
 
-def take_snapshot(service: LeaderboardService, board_id: str, taken_at: datetime, expires_at: int) -> bool:
+def take_snapshot(services: Services, board_id: str, taken_at: datetime, expires_at: int) -> bool:
     """Record one board's snapshot; False when this run had recorded it already."""
-    board = service.get_board(board_id)
+    board = services.boards.get_board(board_id)
     # The index, not the head: a snapshot records the top as it is at the schedule's time.
-    page = service.top(board_id, SNAPSHOT_SIZE, None, with_data=False, consistent=True)
+    page = services.reads.top(board_id, SNAPSHOT_SIZE, None, with_data=False, consistent=True)
     snapshot = Snapshot(
         board_id=board_id,
         snapshot_id=snapshot_id(board_id, taken_at),
@@ -123,17 +112,17 @@ def take_snapshot(service: LeaderboardService, board_id: str, taken_at: datetime
         member_count=board.member_count,
         entries=page.entries,
     )
-    written = service.store.put_snapshot(snapshot, expires_at)
+    written = services.db.snapshots.put_snapshot(snapshot, expires_at)
     # The same schedule finishes the splits of score buckets that no stream record came to
     # finish (a board gone quiet), so that no bucket stays twice its size for long.
-    service.finish_splits(board_id)
+    services.maintenance.finish_splits(board_id)
     return written
 
 
 def take_snapshots(
-    service: LeaderboardService,
+    services: Services,
     taken_at: datetime,
-    keep_days: int = DEFAULT_RETENTION_DAYS,
+    keep_days: int,
     concurrency: int = BOARD_CONCURRENCY,
 ) -> RunReport:
     """Snapshot every board at ``taken_at``; raise SnapshotsFailed after the others are
@@ -144,14 +133,14 @@ def take_snapshots(
 
     def one(board_id: str) -> tuple[str, bool | None, Exception | None]:
         try:
-            return board_id, take_snapshot(service, board_id, taken_at, expires_at), None
+            return board_id, take_snapshot(services, board_id, taken_at, expires_at), None
         except NotFound:
             return board_id, None, None  # gone since the catalog was read: nothing to record
         except Exception as error:  # one board's failure must not stop the others
             return board_id, None, error
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="snapshot") as pool:
-        for ids in _board_ids(service):
+        for ids in _board_ids(services):
             for board_id, written, error in pool.map(one, ids):
                 if error is not None:
                     logger.error(
@@ -170,33 +159,14 @@ def take_snapshots(
     return report
 
 
-def encode_cursor(board_id: str, sort_key: str) -> str:
-    raw = f"{board_id}#{sort_key}".encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def decode_cursor(board_id: str, text: str) -> str:
-    """The sort key a cursor continues before; 400 for anything but a cursor of this
-    board's listing."""
-    try:
-        padded = text + "=" * (-len(text) % 4)
-        raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
-    except (ValueError, binascii.Error, UnicodeError) as error:
-        raise ValidationError(INVALID_CURSOR) from error
-    owner, _, sort_key = raw.partition("#")
-    if not SORT_KEY.fullmatch(sort_key):
-        raise ValidationError(INVALID_CURSOR)
-    if owner != board_id:
-        raise ValidationError("cursor is not valid for this board")
-    return sort_key
-
-
 def list_snapshots(
-    service: LeaderboardService, board_id: str, limit: int, cursor: str | None
+    services: Services, board_id: str, limit: int, cursor: str | None
 ) -> tuple[list[Snapshot], str | None]:
     """A page of the board's snapshots, newest first, and the cursor to the next (None at
     the end); NotFound when the board does not exist."""
-    service.board_settings(board_id)
-    before = decode_cursor(board_id, cursor) if cursor is not None else None
-    found, last = service.store.list_snapshots(board_id, limit, before)  # TTL: real time
-    return found, (encode_cursor(board_id, last) if last is not None else None)
+    services.boards.settings(board_id)
+    scope = f"{board_id}#snapshots"
+    before = cursors.decode(cursor, scope, SORT_KEY) if cursor is not None else None
+    now_s = int(datetime.now(UTC).timestamp())  # TTL: real time
+    found, last = services.db.snapshots.list_snapshots(board_id, limit, before, now_s)
+    return found, (cursors.encode(scope, last) if last is not None else None)

@@ -1,5 +1,6 @@
-"""Keeping the head and the score buckets from the change stream (the aggregator calls
-this), and rebuilding them from the index (maintenance, and the benchmark's bulk loads).
+"""Rank upkeep: keeping each board's head and score buckets from the change stream (the
+aggregator calls this), and rebuilding them from the index (maintenance, and the
+benchmark's bulk loads).
 
 See ``podium.head`` and ``podium.buckets`` for what they hold and why the counts stay
 exact; docs/performance.md for what each costs.
@@ -13,14 +14,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from podium import buckets, periods
+from podium import buckets, fanout, keys, periods
 from podium import head as heads
-from podium.buckets import Bucket, Step
-from podium.changes import ScoreRecord
-from podium.keys import ALL_TIME, member_of_key, rank_partition_key
-from podium.models import BoardSettings
-from podium.ranking import gather_top, merge_shards
-from podium.store import BucketMoved, FinishedSplit, Store
+from podium.dal import schema
+from podium.errors import BucketMoved
+from podium.indexreads import top_keys
+from podium.keys import member_of_key
+from podium.models import BoardSettings, Bucket, BucketStep, FinishedSplit
+from podium.periods import ALL_TIME
+from podium.ports import IndexReader, StructureStore
+from podium.ranking import merge_shards
+from podium.stream.records import ScoreRecord
 
 SettingsOf = Callable[[str], BoardSettings]
 Clock = Callable[[], datetime]
@@ -38,7 +42,9 @@ class _Knows:
     entries are rare, and the record's transaction is conditional on the entry it assumed:
     a wrong guess fails it, and the retry reads)."""
 
-    def __init__(self, upkeep: Upkeep, board_id: str, period: str, member: str, *, optimistic: bool) -> None:
+    def __init__(
+        self, upkeep: RankUpkeep, board_id: str, period: str, member: str, *, optimistic: bool
+    ) -> None:
         self.upkeep, self.board_id, self.period, self.member = upkeep, board_id, period, member
         self.optimistic = optimistic
 
@@ -48,7 +54,7 @@ class _Knows:
     def moved(self, bucket: Bucket) -> int | None:
         if self.optimistic:
             return None
-        state = self.upkeep.store.bucket_state(self.board_id, self.period, bucket.lo)
+        state = self.upkeep.structures.bucket_state(self.board_id, self.period, bucket.lo)
         return state.moved.get(self.member)
 
 
@@ -57,9 +63,12 @@ def _inclusive(high: str | None) -> str | None:
     return buckets.just_below(high) if high is not None else None
 
 
-class Upkeep:
-    def __init__(self, store: Store, settings_of: SettingsOf, clock: Clock) -> None:
-        self.store = store
+class RankUpkeep:
+    def __init__(
+        self, structures: StructureStore, index: IndexReader, settings_of: SettingsOf, clock: Clock
+    ) -> None:
+        self.structures = structures
+        self.index = index
         self.settings_of = settings_of
         # The writers' clock: a bucket's snapshot times are compared with scores' reachedAt.
         self.clock = clock
@@ -72,8 +81,7 @@ class Upkeep:
         return int(self.clock().timestamp() * 1_000_000)
 
     def _partitions(self, board_id: str, period: str) -> list[str]:
-        shards = self.settings_of(board_id).shards
-        return [rank_partition_key(board_id, period, shard) for shard in range(shards)]
+        return keys.partitions(board_id, self.settings_of(board_id), period)
 
     def _expires(self, board_id: str, period: str) -> int | None:
         if period == ALL_TIME:
@@ -84,13 +92,13 @@ class Upkeep:
     def index_head(self, board_id: str, period: str, want: int) -> list[str]:
         """The first ``want`` sort keys of the index, best first, and one more key when
         more exist (``ranking.gather_top``)."""
-        partitions = self._partitions(board_id, period)
-        keys, _ = gather_top(self.store.page_reader(partitions), len(partitions), None, want)
-        return keys
+        found, _ = top_keys(self.index, self._partitions(board_id, period), None, want)
+        return found
 
     def index_range(self, board_id: str, period: str, lo: str, hi: str | None) -> list[str]:
-        pages = self.store.gather(
-            lambda p: self.store.keys_in_range(p, lo, hi), self._partitions(board_id, period)
+        """Every key of the board's index in ``[lo, hi]``, in listing order."""
+        pages = fanout.gather(
+            lambda p: self.index.keys_in_range(p, lo, hi), self._partitions(board_id, period)
         )
         return merge_shards(pages, sum(len(page) for page in pages))
 
@@ -114,12 +122,12 @@ class Upkeep:
 
     def keep_head(self, board_id: str, period: str, changes: Sequence[ScoreRecord]) -> None:
         for _ in range(MAX_ATTEMPTS):
-            current = self.store.get_head(board_id, period, consistent=True)
-            if current is None:
+            stored = self.structures.get_head(board_id, period, consistent=True)
+            if stored is None:
                 # The index already shows these changes (it is written before the stream).
                 head = self.refilled(board_id, period, version=0)
             else:
-                head = current
+                current = head = heads.read(stored)
                 for change in changes:
                     head = heads.apply_change(
                         head, change.member_id, change.old_sort_key, change.new_sort_key, member_of_key
@@ -128,13 +136,15 @@ class Upkeep:
                     head = self.refilled(board_id, period, version=current.version)
                 if heads.same_content(head, current):
                     return
-            if self.store.put_head(board_id, period, head, self._expires(board_id, period)):
+            if self.structures.put_head(
+                board_id, period, heads.to_item(head), self._expires(board_id, period)
+            ):
                 return
         raise RuntimeError(f"the head of {board_id} is contended: retrying the batch")
 
     def refilled(self, board_id: str, period: str, version: int) -> heads.Head:
-        keys = self.index_head(board_id, period, heads.LADDER_REACH)
-        return heads.from_index(keys, member_of_key, version)
+        found = self.index_head(board_id, period, heads.LADDER_REACH)
+        return heads.from_index(found, member_of_key, version)
 
     # -- the buckets: once per stream record ----------------------------------------------
 
@@ -142,10 +152,11 @@ class Upkeep:
         cached = self._layouts.get((board_id, period))
         if not fresh and cached is not None and time.monotonic() - cached[0] < LAYOUT_MAX_AGE_S:
             return cached[1]
-        layout = self.store.list_buckets(board_id, period, consistent=True)
+        layout = self.structures.list_buckets(board_id, period, consistent=True)
         if not layout:
-            self.store.create_first_bucket(board_id, period, self._expires(board_id, period))
-            layout = self.store.list_buckets(board_id, period, consistent=True)
+            first = Bucket(buckets.BELOW_EVERY_KEY, 0, 1)
+            self.structures.create_first_bucket(board_id, period, first, self._expires(board_id, period))
+            layout = self.structures.list_buckets(board_id, period, consistent=True)
         self._layouts[(board_id, period)] = (time.monotonic(), layout)
         return layout
 
@@ -154,7 +165,7 @@ class Upkeep:
         key = (board_id, period, bucket.lo, bucket.snapshot_epoch)
         found = self._snapshots.get(key)
         if found is None:
-            found = self.store.bucket_snapshot(board_id, period, bucket.lo, bucket.snapshot_epoch)
+            found = self.structures.bucket_snapshot(board_id, period, bucket.lo, bucket.snapshot_epoch)
             if len(self._snapshots) > SNAPSHOTS_CACHED:
                 self._snapshots.clear()
             self._snapshots[key] = found
@@ -176,8 +187,8 @@ class Upkeep:
             if not steps:
                 return
             try:
-                applied = self.store.apply_bucket_steps(
-                    f"BUCKETS#{record.event_id}", board_id, period, change.member, steps
+                applied = self.structures.apply_bucket_steps(
+                    schema.buckets_mark(record.event_id), board_id, period, change.member, steps
                 )
             except BucketMoved:
                 continue
@@ -186,7 +197,9 @@ class Upkeep:
             return
         raise RuntimeError(f"the buckets of {board_id} keep moving: retrying the record")
 
-    def _after_change(self, board_id: str, period: str, layout: list[Bucket], steps: Sequence[Step]) -> None:
+    def _after_change(
+        self, board_id: str, period: str, layout: list[Bucket], steps: Sequence[BucketStep]
+    ) -> None:
         """Keep the cached layout's counts, and start or finish the splits they call for."""
         now = self._now_us()
         for step in steps:
@@ -200,7 +213,7 @@ class Upkeep:
 
     def _fresh_bucket(self, board_id: str, period: str, lo: str) -> tuple[Bucket, str | None] | None:
         """The bucket starting at ``lo`` as it is now, and its exclusive upper end."""
-        layout = self.store.list_buckets(board_id, period, consistent=True)
+        layout = self.structures.list_buckets(board_id, period, consistent=True)
         self._layouts.pop((board_id, period), None)
         index = next((i for i, b in enumerate(layout) if b.lo == lo), None)
         return None if index is None else (layout[index], buckets.upper_bound(layout, index))
@@ -218,7 +231,7 @@ class Upkeep:
         if not cuts:
             return False
         expires = self._expires(board_id, period)
-        return self.store.start_split(board_id, period, bucket, cuts, self._now_us(), expires)
+        return self.structures.start_split(board_id, period, bucket, cuts, self._now_us(), expires)
 
     def finish_split(self, board_id: str, period: str, lo: str) -> bool:
         """Step 2 of a split, once it has settled: the parts, counted from a scan of the
@@ -230,10 +243,12 @@ class Upkeep:
             bucket, high = found
             if not bucket.splitting or self._now_us() < bucket.split_since_us + buckets.SETTLE_US:
                 return False
-            state = self.store.bucket_state(board_id, period, lo)
-            keys = self.index_range(board_id, period, bucket.lo, _inclusive(high))
+            state = self.structures.bucket_state(board_id, period, lo)
+            found_keys = self.index_range(board_id, period, bucket.lo, _inclusive(high))
             scan_end = self._now_us()
-            scanned = {buckets.member_hash(member_of_key(key)): bucket.part(key, high) for key in keys}
+            scanned = {
+                buckets.member_hash(member_of_key(k)): buckets.part(bucket, k, high) for k in found_keys
+            }
             pieces = len(bucket.cuts) + 1
             counts, moved = buckets.split_counts(scanned, state.parts, pieces)
             starts = (bucket.lo, *bucket.cuts)
@@ -251,14 +266,14 @@ class Upkeep:
                     for piece in range(1, pieces + 1)
                 ],
             )
-            if self.store.finish_split(board_id, period, split, self._expires(board_id, period)):
+            if self.structures.finish_split(board_id, period, split, self._expires(board_id, period)):
                 return True
         raise RuntimeError(f"a split of {board_id}'s buckets keeps being overtaken by records")
 
     def finish_splits(self, board_id: str, period: str) -> int:
         """Finish every settled split of the board (the scheduled job does this, for boards
         whose stream went quiet before a record could); how many were finished."""
-        layout = self.store.list_buckets(board_id, period, consistent=True)
+        layout = self.structures.list_buckets(board_id, period, consistent=True)
         now = self._now_us()
         settled = [b.lo for b in layout if b.splitting and now >= b.split_since_us + buckets.SETTLE_US]
         return sum(self.finish_split(board_id, period, lo) for lo in settled)
@@ -268,16 +283,15 @@ class Upkeep:
     def rebuild(self, board_id: str, period: str = ALL_TIME) -> int:
         """Rebuild a board's head and buckets from the index (a board whose scores were
         bulk-loaded, or that predates them). Returns the number of buckets."""
-        keys = self.index_range(board_id, period, buckets.BELOW_EVERY_KEY, None)
-        cuts = buckets.cut(keys, buckets.REBUILD_SIZE)
-        layout = [Bucket(lo, count, 1) for lo, count in cuts]
+        found = self.index_range(board_id, period, buckets.BELOW_EVERY_KEY, None)
+        layout = [Bucket(lo, count, 1) for lo, count in buckets.cut(found, buckets.REBUILD_SIZE)]
         expires = self._expires(board_id, period)
-        self.store.replace_buckets(board_id, period, layout, expires)
-        current = self.store.get_head(board_id, period, consistent=True)
+        self.structures.replace_buckets(board_id, period, layout, expires)
+        current = self.structures.get_head(board_id, period, consistent=True)
         head = heads.from_index(
-            keys[: heads.LADDER_REACH + 1], member_of_key, current.version if current else 0
+            found[: heads.LADDER_REACH + 1], member_of_key, current.version if current else 0
         )
-        if not self.store.put_head(board_id, period, head, expires):
+        if not self.structures.put_head(board_id, period, heads.to_item(head), expires):
             raise RuntimeError(f"the head of {board_id} changed during the rebuild")
         self._layouts.pop((board_id, period), None)
         return len(layout)

@@ -29,7 +29,7 @@ def _idempotent_runner() -> tuple[Any, Callable[..., dict[str, Any]]]:
 
     from podium.config import settings
 
-    persistence = DynamoDBPersistenceLayer(table_name=settings().idempotency_table_name)
+    persistence = DynamoDBPersistenceLayer(table_name=settings().idempotency_table)
     config = IdempotencyConfig(
         event_key_jmespath="key",
         payload_validation_jmespath="body",

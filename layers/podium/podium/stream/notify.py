@@ -21,13 +21,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any
 
-from podium.changes import ScoreRecord, derived_id, score_record
-from podium.keys import rank_partition_key
-from podium.models import BoardSettings, Notification, Unknown
+from podium import fanout, keys
+from podium.indexreads import read_keys
+from podium.models import BoardSettings, LeaderState, Notification, Unknown
+from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
 from podium.ranking import merge_shards
-from podium.store import LeaderState, Store
+from podium.stream.records import ScoreRecord, derived_id, score_record
 
 INBOX_TTL_SECONDS = 30 * 24 * 3600
 MAX_ATTEMPTS = 16
@@ -38,13 +39,18 @@ SettingsOf = Callable[[str], BoardSettings]
 Leader = tuple[str, str, Decimal]  # member id, sort key, score
 
 
-class Publisher(Protocol):
-    def publish(self, notification: Notification) -> None: ...
-
-
 class Notifier:
-    def __init__(self, store: Store, publisher: Publisher, settings_of: SettingsOf) -> None:
-        self.store = store
+    def __init__(
+        self,
+        social: SocialStore,
+        members: MemberStore,
+        index: IndexReader,
+        publisher: Publisher,
+        settings_of: SettingsOf,
+    ) -> None:
+        self.social = social
+        self.members = members
+        self.index = index
         self.publisher = publisher
         self.settings_of = settings_of
 
@@ -67,13 +73,13 @@ class Notifier:
         more often since than its history keeps is not told (logged): better silent than
         wrong."""
         assert record.new is not None
-        followers = self.store.followers(record.board_id, record.member_id)
+        followers = self.social.followers(record.board_id, record.member_id)
         followers = [f for f in followers if f != record.member_id]
         if not followers:
             return []
         moment = record.changed_us
         found = []
-        states = self.store.follower_states(record.board_id, followers, record.period)
+        states = self.social.follower_states(record.board_id, followers, record.period)
         for follower, (state, rivals) in states.items():
             if state is None or not rivals.followed_at(record.member_id, moment):
                 continue  # gone, or not following the member when it changed
@@ -106,7 +112,7 @@ class Notifier:
 
     def check_leader(self, record: ScoreRecord, settings: BoardSettings) -> None:
         for _ in range(MAX_ATTEMPTS):
-            known = self.store.get_leader(record.board_id, record.period)
+            known = self.social.get_leader(record.board_id, record.period)
             if known is not None and known.pending:
                 self._deliver_pending(record, known.pending, known.version)
                 continue
@@ -115,7 +121,7 @@ class Notifier:
                 return
             leader, pending = decision
             version = known.version if known else None
-            if self.store.swap_leader(record.board_id, record.period, version, leader, pending):
+            if self.social.swap_leader(record.board_id, record.period, version, leader, pending):
                 if pending:
                     self._deliver_pending(record, pending, (version or 0) + 1)
                 return
@@ -151,19 +157,19 @@ class Notifier:
         return top, self._leader_notifications(record, top, member, known.score)
 
     def _current_leader(self, board_id: str, period: str, settings: BoardSettings) -> Leader | None:
-        partitions = [rank_partition_key(board_id, period, shard) for shard in range(settings.shards)]
-        heads = self.store.gather(lambda p: self.store.index_keys(p, limit=1), partitions)
-        top = merge_shards(heads, 1)
+        partitions = keys.partitions(board_id, settings, period)
+        firsts = fanout.gather(lambda p: read_keys(self.index, p, None, None, 1), partitions)
+        top = merge_shards(firsts, 1)
         if not top:
             return None
-        score, member_id = settings.rank_order.parse(top[0])
+        score, member_id = keys.order_of(settings).parse(top[0])
         return member_id, top[0], score
 
     def _leader_notifications(
         self, record: ScoreRecord, leader: Leader, previous: str, previous_score: Decimal | None
     ) -> list[Notification]:
         new_id, _, new_score = leader
-        still_there = self.store.get_score(record.board_id, previous, record.period)
+        still_there = self.members.get_score(record.board_id, previous, record.period)
         # The previous leader's score when the lead changed: None if it is gone (or was
         # since deleted and added again); its score now if its history does not reach back.
         held = still_there.score_at(record.changed_us) if still_there else None
@@ -182,15 +188,15 @@ class Notifier:
     def _deliver_pending(self, record: ScoreRecord, pending: list[Notification], version: int) -> None:
         for notification in pending:
             self.deliver(notification)
-        self.store.clear_leader_pending(record.board_id, record.period, version)
+        self.social.clear_leader_pending(record.board_id, record.period, version)
 
     # -- delivery ---------------------------------------------------------------------
 
     def deliver(self, notification: Notification) -> None:
-        stored = self.store.put_notification(notification, INBOX_TTL_SECONDS)
-        if stored or not self.store.notification_published(notification):
+        stored = self.social.put_notification(notification, INBOX_TTL_SECONDS)
+        if stored or not self.social.notification_published(notification):
             self.publisher.publish(notification)
-            self.store.mark_published(notification)
+            self.social.mark_published(notification)
 
 
 def _notification(
@@ -209,31 +215,3 @@ def _notification(
         by_score=by_score,
         created_us=record.changed_us,
     )
-
-
-class SnsPublisher:
-    """Publishes a notification to the stack's SNS topic, with message attributes ``type``,
-    ``boardId`` and ``memberId`` for subscription filters."""
-
-    def __init__(self, topic_arn: str, client: Any = None) -> None:
-        if not topic_arn:
-            raise RuntimeError("NOTIFICATION_TOPIC_ARN is not set: notifications would be lost")
-        self.topic_arn = topic_arn
-        self._client = client
-
-    def publish(self, notification: Notification) -> None:
-        from podium import numbers
-
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("sns")
-        self._client.publish(
-            TopicArn=self.topic_arn,
-            Message=numbers.dumps(notification.to_json()),
-            MessageAttributes={
-                "type": {"DataType": "String", "StringValue": notification.type},
-                "boardId": {"DataType": "String", "StringValue": notification.board_id},
-                "memberId": {"DataType": "String", "StringValue": notification.member_id},
-            },
-        )

@@ -1,8 +1,7 @@
-"""Reading the table's change stream: what a record says about a member's score.
-
-Records arrive as the Lambda event source mapping delivers them (attribute values in
-DynamoDB's JSON). Only what the consumers need is decoded.
-"""
+"""Stream records as the consumers see them: a change of a member's score, a member
+joining or leaving a board (or a period of one), a logged event. Records arrive as the
+Lambda event source mapping delivers them (attribute values in DynamoDB's JSON); only what
+the consumers need is decoded, by the item schema (``podium.dal.schema``)."""
 
 from __future__ import annotations
 
@@ -11,11 +10,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
+from podium.dal import schema
+from podium.periods import ALL_TIME
 
-from podium.store import parse_member_pk
-
-_deserializer = TypeDeserializer()
+Record = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -43,24 +41,31 @@ class ScoreRecord:
         return self.old != self.new
 
 
-def _number(image: dict[str, Any] | None, name: str) -> Decimal | None:
-    if not image or name not in image:
-        return None
-    value = _deserializer.deserialize(image[name])
-    assert isinstance(value, Decimal)
-    return value
+@dataclass(frozen=True)
+class CountChange:
+    """A member joining (+1) or leaving (-1) a board, or a period of a time-windowed board."""
+
+    board_id: str
+    delta: int
+    period: str = ALL_TIME
 
 
-def keys_of(record: dict[str, Any]) -> tuple[str, str]:
+def keys_of(record: Record) -> tuple[str, str]:
     keys = record.get("dynamodb", {}).get("Keys", {})
     return str(keys.get("pk", {}).get("S", "")), str(keys.get("sk", {}).get("S", ""))
 
 
-def score_record(record: dict[str, Any]) -> ScoreRecord | None:
-    pk, sk = keys_of(record)
-    if not (pk.startswith("M#") and sk.startswith("SCORE#")):
+def _number(image: Record | None, name: str) -> Decimal | None:
+    if not image or name not in image:
         return None
-    board_id, member_id = parse_member_pk(pk)
+    return Decimal(image[name]["N"])
+
+
+def score_record(record: Record) -> ScoreRecord | None:
+    pk, sk = keys_of(record)
+    if not (pk.startswith(schema.MEMBER) and sk.startswith(schema.SCORE)):
+        return None
+    board_id, member_id = schema.parse_member_pk(pk)
     stream = record["dynamodb"]
     new_image = stream.get("NewImage")
     old_image = stream.get("OldImage")
@@ -71,7 +76,7 @@ def score_record(record: dict[str, Any]) -> ScoreRecord | None:
         event_name=str(record["eventName"]),
         board_id=board_id,
         member_id=member_id,
-        period=sk.split("#", 1)[1],
+        period=schema.period_of_score_sk(sk),
         old=_number(old_image, "s"),
         new=_number(new_image, "s"),
         new_sort_key=new_image["rsk"]["S"] if new_image and "rsk" in new_image else None,
@@ -79,6 +84,27 @@ def score_record(record: dict[str, Any]) -> ScoreRecord | None:
         changed_us=int(reached) if reached is not None else int(approximate * 1_000_000),
         written_us=int(max(_number(new_image, "t") or 0, _number(old_image, "t") or 0)),
     )
+
+
+def count_change(record: Record) -> CountChange | None:
+    """A member joins a board with the INSERT of its profile item and leaves with its
+    REMOVE; it joins a period of a time-windowed board with its first score there."""
+    pk, sk = keys_of(record)
+    event_name = record.get("eventName")
+    if not pk.startswith(schema.MEMBER) or event_name not in ("INSERT", "REMOVE"):
+        return None
+    delta = 1 if event_name == "INSERT" else -1
+    board_id, _ = schema.parse_member_pk(pk)
+    if sk == schema.PROFILE:
+        return CountChange(board_id, delta)
+    if sk.startswith(schema.SCORE) and sk != schema.score_sk(ALL_TIME):
+        return CountChange(board_id, delta, schema.period_of_score_sk(sk))
+    return None
+
+
+def is_event_insert(record: Record) -> bool:
+    pk, _ = keys_of(record)
+    return pk.startswith(schema.EVENTS) and record.get("eventName") == "INSERT"
 
 
 def derived_id(*parts: str) -> str:

@@ -1,0 +1,93 @@
+"""Boards: creating or confirming one, reading one, the catalog, and what every other room
+asks of a board (its fixed settings, cached; which period a request means)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+from podium import clock as clock_module
+from podium import cursors, periods
+from podium.errors import Conflict, NotFound, ValidationError
+from podium.models import Board, BoardList, BoardSettings
+from podium.periods import ALL_TIME
+from podium.ports import BoardStore
+from podium.validation import BOARD_ID, BoardRequest
+
+Clock = Callable[[], datetime]
+CATALOG_SCOPE = "boards"
+
+
+def system_clock() -> datetime:
+    return clock_module.now()
+
+
+def to_microseconds(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000)
+
+
+class BoardService:
+    def __init__(self, boards: BoardStore, clock: Clock = system_clock) -> None:
+        self.boards = boards
+        self.clock = clock
+        self._settings: dict[str, BoardSettings] = {}
+
+    def put_board(self, board_id: str, request: BoardRequest) -> tuple[Board, bool]:
+        """Create the board (True) or confirm it exists with the same settings (False)."""
+        existing = self.boards.get_board(board_id, consistent=True)
+        if existing is None:
+            for target in request.settings.rollup_to:
+                # Targets must exist first; as settings never change, no cycle can form.
+                if self.boards.get_board(target, consistent=True) is None:
+                    raise ValidationError(f"rollupTo target {target} does not exist: create it first")
+            board = Board(board_id, request.settings, request.title, self.clock())
+            if self.boards.create_board(board, ALL_TIME):
+                return self._current(board), True
+            existing = self.boards.get_board(board_id, consistent=True)
+            assert existing is not None
+        differing = request.settings.differences(existing.settings)
+        if differing:
+            raise Conflict(
+                f"board {board_id} exists with different settings: {', '.join(differing)} "
+                "cannot change after creation"
+            )
+        if request.title is not None and request.title != existing.title:
+            self.boards.set_board_title(board_id, request.title)
+            existing = replace(existing, title=request.title)
+        return self._current(existing), False
+
+    def get_board(self, board_id: str) -> Board:
+        board = self.boards.get_board(board_id)
+        if board is None:
+            raise NotFound(f"board {board_id} does not exist")
+        return self._current(board)
+
+    def list_boards(self, limit: int, cursor: str | None) -> BoardList:
+        after = cursors.decode(cursor, CATALOG_SCOPE, BOARD_ID) if cursor is not None else None
+        boards, last = self.boards.list_boards(limit, after)
+        return BoardList(
+            boards=[self._current(board) for board in boards],
+            next_cursor=cursors.encode(CATALOG_SCOPE, last) if last is not None else None,
+        )
+
+    def settings(self, board_id: str) -> BoardSettings:
+        """A board's fixed settings; cached, since they never change once created."""
+        cached = self._settings.get(board_id)
+        if cached is None:
+            board = self.boards.get_board(board_id)
+            if board is None:
+                raise NotFound(f"board {board_id} does not exist")
+            cached = self._settings[board_id] = board.settings
+        return cached
+
+    def period(self, settings: BoardSettings, requested: str | None = None) -> str:
+        """The period a request means: the current one by the clock, unless it asks for
+        ``previous`` or a period id (time-windowed boards)."""
+        return periods.resolve(settings.reset, requested, self.clock(), settings.retain_periods)
+
+    def _current(self, board: Board) -> Board:
+        """The board as the API shows it now: a time-windowed board with its current period."""
+        if board.settings.reset == "never":
+            return board
+        return replace(board, period=periods.period_of(board.settings.reset, self.clock()))

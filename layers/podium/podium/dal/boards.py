@@ -1,0 +1,129 @@
+"""Boards: the board item, its catalog entry, its member counts, and the one read that
+gathers what a ranking read needs first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from podium.dal import codecs, schema
+from podium.dal.client import Tables
+from podium.models import Board, View
+
+
+class Boards:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    def get_board(self, board_id: str, *, consistent: bool = False) -> Board | None:
+        item = self.tables.get(schema.board_key(board_id), consistent=consistent)
+        return codecs.board_from_item(board_id, item) if item else None
+
+    def create_board(self, board: Board, first_period: str) -> bool:
+        """Create the board, its catalog entry and an empty leader record (the first
+        leader is not announced); False when the board exists already."""
+        no_leader_yet = {**schema.leader_key(board.board_id, first_period), "lv": {"N": "0"}}
+        return self.tables.create_together(
+            [codecs.board_item(board)], also=[schema.catalog_key(board.board_id), no_leader_yet]
+        )
+
+    def period_count(self, board_id: str, period: str) -> int:
+        item = self.tables.get(schema.period_count_key(board_id, period))
+        return max(0, int(item["memberCount"]["N"])) if item else 0
+
+    def set_board_title(self, board_id: str, title: str) -> None:
+        self.tables.update(
+            schema.board_key(board_id),
+            "SET title = :t",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":t": {"S": title}},
+        )
+
+    def list_boards(self, limit: int, after: str | None) -> tuple[list[Board], str | None]:
+        """A page of boards in id order, and the id to continue after (None at the end)."""
+        ids, last = self.list_board_ids(limit, after)
+        items = self.tables.batch_get([schema.board_key(board_id) for board_id in ids], consistent=False)
+        boards = []
+        for board_id in ids:
+            key = schema.board_key(board_id)
+            item = items.get((key["pk"]["S"], key["sk"]["S"]))
+            if item is not None:
+                boards.append(codecs.board_from_item(board_id, item))
+        return boards, last
+
+    def list_board_ids(self, limit: int, after: str | None) -> tuple[list[str], str | None]:
+        """A page of board ids from the catalog, in id order, and the id to continue
+        after (None at the end)."""
+        request: dict[str, Any] = {
+            "TableName": self.tables.table,
+            "KeyConditionExpression": "pk = :c",
+            "ExpressionAttributeValues": {":c": {"S": schema.CATALOG}},
+            "Limit": limit,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = schema.catalog_key(after)
+        response = next(self.tables.query_pages(request))
+        ids = [item["sk"]["S"] for item in response.get("Items", [])]
+        more = "LastEvaluatedKey" in response and bool(ids)
+        return ids, (ids[-1] if more else None)
+
+    def apply_member_count(
+        self, event_id: str, board_id: str, delta: int, period: str | None = None, expires: int | None = None
+    ) -> bool:
+        """Add ``delta`` to the board's memberCount (or, with ``period``, to that period's
+        count of a time-windowed board) once per stream record; False when this record was
+        applied before (a redelivery), or when the board is gone."""
+        if period is None:
+            counter: dict[str, Any] = {
+                "Key": schema.board_key(board_id),
+                "UpdateExpression": "ADD memberCount :d",
+                "ConditionExpression": "attribute_exists(pk)",
+                "ExpressionAttributeValues": {":d": {"N": str(delta)}},
+            }
+        else:
+            counter = {
+                "Key": schema.period_count_key(board_id, period),
+                "UpdateExpression": "ADD memberCount :d SET #ttl = :ttl",
+                "ExpressionAttributeNames": {"#ttl": "ttl"},
+                "ExpressionAttributeValues": {":d": {"N": str(delta)}, ":ttl": {"N": str(expires or 0)}},
+            }
+        codes = self.tables.transact([self.tables.mark_put(schema.count_mark(event_id)), {"Update": counter}])
+        if codes is None:
+            return True
+        if "ConditionalCheckFailed" in codes:
+            return False  # applied before, or the board is gone: nothing to count
+        raise RuntimeError(f"the member count was not applied: {codes}")
+
+    def view(
+        self,
+        board_id: str,
+        period: str,
+        *,
+        with_count: bool,
+        member_id: str | None = None,
+        head: bool = False,
+    ) -> View:
+        """What a ranking read needs before it touches the index, in one BatchGetItem: the
+        board, the period's count (time-windowed boards), the member's score and the
+        board's head. Consistent when it reads a member's score."""
+        keys = [schema.board_key(board_id)]
+        if with_count:
+            keys.append(schema.period_count_key(board_id, period))
+        if member_id is not None:
+            keys.append(schema.score_key(board_id, member_id, period))
+        if head:
+            keys.append(schema.head_key(board_id, period))
+        items = self.tables.batch_get(keys, consistent=member_id is not None)
+
+        def found(key: dict[str, Any]) -> dict[str, Any] | None:
+            return items.get((key["pk"]["S"], key["sk"]["S"]))
+
+        board_item = found(schema.board_key(board_id))
+        count_item = found(schema.period_count_key(board_id, period))
+        score_item = found(schema.score_key(board_id, member_id, period)) if member_id else None
+        head_item = found(schema.head_key(board_id, period))
+        return View(
+            board=codecs.board_from_item(board_id, board_item) if board_item else None,
+            period_count=max(0, int(count_item["memberCount"]["N"])) if count_item else 0,
+            score=codecs.score_from_item(score_item) if score_item else None,
+            head=codecs.head_from_item(head_item) if head_item else None,
+        )

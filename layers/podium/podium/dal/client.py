@@ -1,0 +1,275 @@
+"""The DynamoDB client and what every repository does with it: pages of a query, batched
+reads and writes, transactions whose failed conditions are told apart, and throttling
+turned into the API's 429."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from podium import fanout
+from podium.config import Settings
+from podium.dal import schema
+from podium.errors import AlreadyApplied, BucketMoved, ItemMissing, Throttled, VersionConflict
+
+__all__ = ["AlreadyApplied", "BucketMoved", "ItemMissing", "VersionConflict"]
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef
+
+THROTTLING_CODES = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "ThrottlingError",
+}
+
+serializer = TypeSerializer()
+deserializer = TypeDeserializer()
+
+Item = dict[str, Any]
+
+
+def error_code(error: Exception) -> str:
+    response = getattr(error, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def cancellation_codes(error: Exception) -> list[str]:
+    """The per-action codes of a cancelled transaction, in the actions' order."""
+    response = getattr(error, "response", None) or {}
+    return [str(reason.get("Code", "None")) for reason in response.get("CancellationReasons", [])]
+
+
+def conditional_failure(error: Exception) -> bool:
+    return error_code(error) == "ConditionalCheckFailedException"
+
+
+@contextmanager
+def translate_throttling() -> Iterator[None]:
+    """botocore has already retried with backoff; what still throttles is the client's 429."""
+    from botocore.exceptions import ClientError
+
+    try:
+        yield
+    except ClientError as error:
+        codes = {error_code(error), *cancellation_codes(error)}
+        if codes & THROTTLING_CODES:
+            raise Throttled("the database is throttling requests; retry after a short wait") from error
+        raise
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def parse_timestamp(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def plain(item: Item) -> dict[str, Any]:
+    return {name: deserializer.deserialize(value) for name, value in item.items()}
+
+
+class Tables:
+    """One table's client, with the plumbing every repository shares."""
+
+    def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
+        self.settings = settings
+        self._client = client
+
+    @cached_property
+    def client(self) -> DynamoDBClient:
+        if self._client is not None:
+            return self._client
+        import boto3
+        from botocore.config import Config
+
+        config = Config(
+            retries={"mode": "standard", "max_attempts": 6},
+            max_pool_connections=self.settings.shard_query_concurrency + 8,
+        )
+        return boto3.client("dynamodb", config=config)
+
+    @property
+    def table(self) -> str:
+        return self.settings.table
+
+    @property
+    def rank_index(self) -> str:
+        return self.settings.rank_index_name
+
+    # -- single requests --------------------------------------------------------------
+
+    def get(self, key: Item, *, consistent: bool = False, projection: str | None = None) -> Item | None:
+        request: dict[str, Any] = {"TableName": self.table, "Key": key, "ConsistentRead": consistent}
+        if projection is not None:
+            request["ProjectionExpression"] = projection
+        with translate_throttling():
+            response = self.client.get_item(**request)
+        return response.get("Item")
+
+    def put(self, item: Item, **conditions: Any) -> bool:
+        """Put ``item`` (with a ``ConditionExpression`` and its values, if given); False when
+        the condition fails."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with translate_throttling():
+                self.client.put_item(TableName=self.table, Item=item, **conditions)
+        except ClientError as error:
+            if conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def put_if_absent(self, item: Item) -> bool:
+        return self.put(item, ConditionExpression="attribute_not_exists(pk)")
+
+    def delete(self, key: Item) -> None:
+        with translate_throttling():
+            self.client.delete_item(TableName=self.table, Key=key)
+
+    def update(self, key: Item, expression: str, **rest: Any) -> bool:
+        """An UpdateItem; False when its condition fails."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with translate_throttling():
+                self.client.update_item(TableName=self.table, Key=key, UpdateExpression=expression, **rest)
+        except ClientError as error:
+            if conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def transact(self, actions: list[Any]) -> list[str] | None:
+        """Run the actions (``{"Put": {...}}`` and so on, without ``TableName``) in one
+        transaction: None when it committed, else the per-action cancellation codes."""
+        from botocore.exceptions import ClientError
+
+        for action in actions:
+            next(iter(action.values()))["TableName"] = self.table
+        try:
+            with translate_throttling():
+                self.client.transact_write_items(TransactItems=actions)
+        except ClientError as error:
+            codes = cancellation_codes(error)
+            if error_code(error) == "TransactionCanceledException" and codes:
+                return codes
+            raise
+        return None
+
+    def create_together(self, new_items: list[Item], also: list[Item] | None = None) -> bool:
+        """Put ``new_items`` (each only if absent) and ``also`` in one transaction; False,
+        writing nothing, when any of ``new_items`` exists already."""
+        actions: list[Any] = [
+            {"Put": {"Item": item, "ConditionExpression": "attribute_not_exists(pk)"}} for item in new_items
+        ]
+        actions += [{"Put": {"Item": item}} for item in also or []]
+        codes = self.transact(actions)
+        if codes is not None and "ConditionalCheckFailed" not in codes:
+            raise RuntimeError(f"the transaction was cancelled: {codes}")
+        return codes is None
+
+    def mark_put(self, mark: str) -> dict[str, Any]:
+        """The action that records a stream record's effect, once: it fails when the
+        mark exists (the effect was applied before)."""
+        return {"Put": {"Item": schema.mark_item(mark), "ConditionExpression": "attribute_not_exists(pk)"}}
+
+    # -- queries and batches ----------------------------------------------------------
+
+    def query_pages(self, request: dict[str, Any]) -> Iterator[QueryOutputTypeDef]:
+        """Each response of a query, following ``LastEvaluatedKey`` past the 1 MB page
+        limit. ``request`` is updated in place with the key to start from, so a caller
+        that reads a limited number of items may change its ``Limit`` between pages."""
+        request.setdefault("TableName", self.table)
+        while True:
+            with translate_throttling():
+                response = self.client.query(**request)
+            yield response
+            if "LastEvaluatedKey" not in response:
+                return
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def query_items(self, request: dict[str, Any]) -> Iterator[Item]:
+        """Every item a query finds, over all its pages."""
+        for response in self.query_pages(request):
+            yield from response.get("Items", [])
+
+    def count(self, request: dict[str, Any]) -> int:
+        request["Select"] = "COUNT"
+        return sum(int(response.get("Count", 0)) for response in self.query_pages(request))
+
+    def newest_first_page(
+        self, pk: str, limit: int, before: str | None, now_s: int
+    ) -> tuple[list[Item], str | None]:
+        """Up to ``limit`` items of partition ``pk``, highest sort key first, below
+        ``before`` (None: from the highest), and the sort key to continue below (None at
+        the end). Items whose ``ttl`` is past ``now_s`` but that DynamoDB has not yet
+        removed are skipped. The filter applies after ``Limit``, so pages are read until
+        one item more than ``limit`` is found (there is a next page) or the partition ends."""
+        condition = "pk = :p"
+        values: dict[str, Any] = {":p": {"S": pk}, ":now": {"N": str(now_s)}}
+        if before is not None:
+            condition += " AND sk < :b"
+            values[":b"] = {"S": before}
+        request: dict[str, Any] = {
+            "KeyConditionExpression": condition,
+            "FilterExpression": "#ttl > :now",
+            "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,
+            "Limit": limit + 1,
+        }
+        found: list[Item] = []
+        for response in self.query_pages(request):
+            found.extend(response.get("Items", []))
+            if len(found) > limit:
+                break
+            request["Limit"] = limit + 1 - len(found)
+        page = found[:limit]
+        return page, (page[-1]["sk"]["S"] if len(found) > limit and page else None)
+
+    def batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), 25):
+            pending: Any = {self.table: requests[start : start + 25]}
+            delay = 0.01
+            while pending:
+                with translate_throttling():
+                    pending = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+                if pending:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+
+    def batch_get(self, keys: list[Item], *, consistent: bool) -> dict[tuple[str, str], Item]:
+        """The items found among ``keys``, by (pk, sk); chunks of 100 read concurrently."""
+        found: dict[tuple[str, str], Item] = {}
+        unique = list({(k["pk"]["S"], k["sk"]["S"]): k for k in keys}.values())
+        chunks = [unique[i : i + 100] for i in range(0, len(unique), 100)]
+
+        def fetch(chunk: list[Item]) -> list[Item]:
+            items: list[Item] = []
+            request: dict[str, Any] = {self.table: {"Keys": chunk, "ConsistentRead": consistent}}
+            delay = 0.01
+            while request:
+                with translate_throttling():
+                    response = self.client.batch_get_item(RequestItems=request)
+                items.extend(response.get("Responses", {}).get(self.table, []))
+                request = response.get("UnprocessedKeys") or {}
+                if request:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+            return items
+
+        for items in fanout.gather(fetch, chunks):
+            for item in items:
+                found[(item["pk"]["S"], item["sk"]["S"])] = item
+        return found

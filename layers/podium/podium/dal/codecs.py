@@ -1,0 +1,294 @@
+"""Items to records and back: how each record of ``podium.models`` is laid out in its item
+(the attribute names are the schema's too: docs/data-model.md lists them)."""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from podium import numbers
+from podium.dal import schema
+from podium.dal.client import Item, deserializer, parse_timestamp, plain, serializer, timestamp
+from podium.models import (
+    Board,
+    BoardSettings,
+    Bucket,
+    HeadItem,
+    LoggedEvent,
+    Notification,
+    RankedEntry,
+    Rivals,
+    ScoreState,
+    Snapshot,
+    decode_history,
+)
+
+# -- boards and members -------------------------------------------------------------------
+
+
+def board_item(board: Board) -> Item:
+    s = board.settings
+    item: Item = {
+        **schema.board_key(board.board_id),
+        "order": {"S": s.order},
+        "operator": {"S": s.operator},
+        "tieBreak": {"S": s.tie_break},
+        "shards": {"N": str(s.shards)},
+        "reset": {"S": s.reset},
+        "retainPeriods": {"N": str(s.retain_periods)},
+        "rollupTo": {"L": [{"S": target} for target in s.rollup_to]},
+        "createdAt": {"S": timestamp(board.created_at)},
+        "memberCount": {"N": "0"},
+    }
+    if board.title is not None:
+        item["title"] = {"S": board.title}
+    return item
+
+
+def board_from_item(board_id: str, item: Item) -> Board:
+    values = plain(item)
+    settings = BoardSettings(
+        order=values["order"],
+        operator=values["operator"],
+        tie_break=values["tieBreak"],
+        shards=int(values["shards"]),
+        reset=values.get("reset", "never"),
+        retain_periods=int(values.get("retainPeriods", 12)),
+        rollup_to=tuple(values.get("rollupTo", [])),
+    )
+    return Board(
+        board_id=board_id,
+        settings=settings,
+        title=values.get("title"),
+        created_at=parse_timestamp(values["createdAt"]),
+        member_count=max(0, int(values.get("memberCount", 0))),
+        dropped_events=int(values.get("droppedEvents", 0)),
+    )
+
+
+def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: int | None) -> Item:
+    attributes: Item = {
+        "s": serializer.serialize(state.score),
+        "v": {"N": str(state.version)},
+        "t": {"N": str(state.reached_at_us)},
+        "rpk": {"S": partition},
+        "rsk": {"S": sort_key},
+    }
+    if state.version > 1:
+        attributes["h"] = {"S": state.history_text()}
+    if expires is not None:  # a period's ranking expires once it is past retainPeriods
+        attributes["ttl"] = {"N": str(expires)}
+    return attributes
+
+
+def score_from_item(item: Item) -> ScoreState:
+    score = deserializer.deserialize(item["s"])
+    assert isinstance(score, Decimal)
+    version = int(item["v"]["N"])
+    # An item written before scores kept their history knows none of its older scores.
+    history, complete = decode_history(item["h"]["S"]) if "h" in item else ((), version == 1)
+    return ScoreState(score, version, int(item["t"]["N"]), history, complete)
+
+
+def profile_from_item(item: Item) -> dict[str, Any]:
+    return {
+        "data": numbers.loads(item["data"]["S"]) if "data" in item else {},
+        "createdAt": parse_timestamp(item["createdAt"]["S"]),
+        "updatedAt": parse_timestamp(item["updatedAt"]["S"]),
+    }
+
+
+def rivals_item(board_id: str, member_id: str, rivals: Rivals) -> Item:
+    return {
+        **schema.rivals_key(board_id, member_id),
+        "ids": {"L": [{"S": r} for r in rivals.ids]},
+        "since": {"M": {r: {"N": str(t)} for r, t in rivals.since.items()}},
+        "ended": {"M": {r: {"L": [{"N": str(a)}, {"N": str(b)}]} for r, (a, b) in rivals.ended.items()}},
+    }
+
+
+def rivals_from_item(item: Item) -> Rivals:
+    since = {r: int(v["N"]) for r, v in item.get("since", {}).get("M", {}).items()}
+    ended = {
+        r: (int(v["L"][0]["N"]), int(v["L"][1]["N"])) for r, v in item.get("ended", {}).get("M", {}).items()
+    }
+    return Rivals(tuple(v["S"] for v in item["ids"]["L"]), since, ended)
+
+
+# -- the head and the buckets ---------------------------------------------------------------
+
+
+def pack_keys(keys: Sequence[str]) -> bytes:
+    """Keys packed for the item: sort keys share long prefixes, so they compress well and
+    the head with its ladder stays within the 8 KB that one eventually consistent RCU
+    reads for member ids of a few dozen characters (docs/performance.md)."""
+    return zlib.compress("\n".join(keys).encode("utf-8"), 6)
+
+
+def unpack_keys(blob: bytes) -> list[str]:
+    text = zlib.decompress(blob).decode("utf-8")
+    return text.split("\n") if text else []
+
+
+def head_item(board_id: str, period: str, head: HeadItem, expires: int | None) -> Item:
+    item: Item = {
+        **schema.head_key(board_id, period),
+        "k": {"B": pack_keys(head.keys)},
+        "c": {"BOOL": head.complete},
+        "v": {"N": str(head.version + 1)},
+    }
+    if head.ladder is not None:
+        keys, below, total, changes = head.ladder
+        # The ladder packed like the keys: a line per sample, its count then its key.
+        item["l"] = {"B": pack_keys([f"{count} {key}" for key, count in zip(keys, below, strict=True)])}
+        item["ln"] = {"N": str(changes)}
+        if total is not None:
+            item["lt"] = {"N": str(total)}
+    if expires is not None:
+        item["ttl"] = {"N": str(expires)}
+    return item
+
+
+def head_from_item(item: Item) -> HeadItem:
+    ladder = None
+    if "l" in item:
+        samples = [line.split(" ", 1) for line in unpack_keys(bytes(item["l"]["B"]))]
+        ladder = (
+            tuple(key for _, key in samples),
+            tuple(int(count) for count, _ in samples),
+            int(item["lt"]["N"]) if "lt" in item else None,
+            int(item["ln"]["N"]),
+        )
+    return HeadItem(unpack_keys(bytes(item["k"]["B"])), bool(item["c"]["BOOL"]), int(item["v"]["N"]), ladder)
+
+
+def bucket_item(board_id: str, period: str, bucket: Bucket, expires: int | None) -> Item:
+    item: Item = {
+        **schema.bucket_key(board_id, period, bucket.lo),
+        "n": {"N": str(bucket.count)},
+        "e": {"N": str(bucket.epoch)},
+    }
+    if bucket.snapshot_end_us:
+        item["se"] = {"N": str(bucket.snapshot_end_us)}
+        item["sx"] = {"N": str(bucket.snapshot_epoch)}
+    if bucket.cuts:
+        item["ps"] = {"L": [{"S": cut} for cut in bucket.cuts]}
+        item["pt"] = {"N": str(bucket.split_since_us)}
+    if expires is not None:
+        item["ttl"] = {"N": str(expires)}
+    return item
+
+
+def bucket_from_item(item: Item, prefix_length: int) -> Bucket:
+    return Bucket(
+        lo=item["sk"]["S"][prefix_length:],
+        count=int(item["n"]["N"]),
+        epoch=int(item["e"]["N"]),
+        snapshot_end_us=int(item["se"]["N"]) if "se" in item else 0,
+        snapshot_epoch=int(item["sx"]["N"]) if "sx" in item else 0,
+        cuts=tuple(cut["S"] for cut in item["ps"]["L"]) if "ps" in item else (),
+        split_since_us=int(item["pt"]["N"]) if "pt" in item else 0,
+    )
+
+
+def pack_hashes(members: frozenset[str]) -> bytes:
+    """Member hashes (8 bytes in base64) as sorted raw bytes."""
+    return b"".join(sorted(base64.b64decode(m + "=") for m in members))
+
+
+def unpack_hashes(packed: bytes) -> frozenset[str]:
+    return frozenset(
+        base64.b64encode(packed[i : i + 8]).decode("ascii").rstrip("=") for i in range(0, len(packed), 8)
+    )
+
+
+# -- notifications, events, snapshots ---------------------------------------------------------
+
+
+def inbox_key(notification: Notification) -> Item:
+    return schema.key(
+        schema.inbox_pk(notification.board_id, notification.member_id),
+        schema.inbox_sk(notification.created_us, notification.notification_id),
+    )
+
+
+def notification_attributes(n: Notification) -> Item:
+    return {
+        "id": {"S": n.notification_id},
+        "type": {"S": n.type},
+        "by": {"S": n.by_member_id},
+        "s": serializer.serialize(n.score),
+        "bs": serializer.serialize(n.by_score),
+    }
+
+
+def notification_from_item(item: Item) -> Notification:
+    board_id, member_id = schema.parse_inbox_pk(item["pk"]["S"])
+    return Notification(
+        notification_id=item["id"]["S"],
+        type=item["type"]["S"],
+        board_id=board_id,
+        member_id=member_id,
+        by_member_id=item["by"]["S"],
+        score=deserializer.deserialize(item["s"]),
+        by_score=deserializer.deserialize(item["bs"]),
+        created_us=schema.created_us_of_inbox_sk(item["sk"]["S"]),
+    )
+
+
+def notification_to_json(n: Notification) -> dict[str, Any]:
+    return {**n.to_json(), "createdUs": n.created_us}
+
+
+def notification_from_json(raw: dict[str, Any]) -> Notification:
+    return Notification(
+        notification_id=raw["id"],
+        type=raw["type"],
+        board_id=raw["boardId"],
+        member_id=raw["memberId"],
+        by_member_id=raw["byMemberId"],
+        score=raw["score"],
+        by_score=raw["byScore"],
+        created_us=int(raw["createdUs"]),
+    )
+
+
+def event_key(event: LoggedEvent) -> Item:
+    bucket = schema.event_bucket(event.key)
+    return schema.key(schema.event_pk(event.board_id, event.member_id, bucket), event.key)
+
+
+def event_from_item(board_id: str, member_id: str, item: Item) -> LoggedEvent:
+    return LoggedEvent(
+        board_id=board_id,
+        member_id=member_id,
+        period=item["p"]["S"],
+        key=item["sk"]["S"],
+        value=deserializer.deserialize(item["v"]),
+        insertion=item["i"]["S"],
+        event_id=item["e"]["S"] if "e" in item else None,
+        fold=item["fold"]["S"] if "fold" in item else None,
+    )
+
+
+def event_from_image(pk: str, image: Item) -> LoggedEvent:
+    """A logged event as its stream record's image shows it."""
+    board_id, member_id = schema.parse_event_pk(pk)
+    return event_from_item(board_id, member_id, image)
+
+
+def snapshot_from_item(board_id: str, item: Item) -> Snapshot:
+    entries = [
+        RankedEntry(rank=int(entry["rank"]), member_id=entry["memberId"], score=entry["score"])
+        for entry in numbers.loads(item["entries"]["S"])
+    ]
+    return Snapshot(
+        board_id=board_id,
+        snapshot_id=item["id"]["S"],
+        taken_at=parse_timestamp(item["sk"]["S"]),
+        member_count=int(item["memberCount"]["N"]),
+        entries=entries,
+    )

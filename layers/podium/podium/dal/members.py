@@ -1,0 +1,230 @@
+"""Members: the profile item (``data``) and one score item per period, whose ``rpk``/``rsk``
+attributes put the member in the ranking index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from podium import numbers
+from podium.dal import codecs, schema
+from podium.dal.client import AlreadyApplied, Item, ItemMissing, Tables, VersionConflict, timestamp
+from podium.models import Placement, ScoreState
+
+PROFILE_FIELDS = "data, createdAt, updatedAt"
+
+
+class Members:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None:
+        item = self.tables.get(
+            schema.score_key(board_id, member_id, period), consistent=True, projection="s, v, t, h"
+        )
+        return codecs.score_from_item(item) if item else None
+
+    def get_member(
+        self, board_id: str, member_id: str, period: str
+    ) -> tuple[dict[str, Any] | None, ScoreState | None]:
+        """The member's profile (data and timestamps) and its score, read consistently."""
+        profile_key = schema.profile_key(board_id, member_id)
+        score_key = schema.score_key(board_id, member_id, period)
+        items = self.tables.batch_get([profile_key, score_key], consistent=True)
+        pk = schema.member_pk(board_id, member_id)
+        profile = items.get((pk, schema.PROFILE))
+        score = items.get((pk, schema.score_sk(period)))
+        return (
+            codecs.profile_from_item(profile) if profile else None,
+            codecs.score_from_item(score) if score else None,
+        )
+
+    def exists(self, board_id: str, member_id: str) -> bool:
+        return (
+            self.tables.get(schema.profile_key(board_id, member_id), consistent=True, projection="pk")
+            is not None
+        )
+
+    def get_scores(self, board_id: str, member_ids: Sequence[str], period: str) -> dict[str, ScoreState]:
+        keys = [schema.score_key(board_id, member_id, period) for member_id in member_ids]
+        items = self.tables.batch_get(keys, consistent=True)
+        scores = {}
+        for member_id in member_ids:
+            item = items.get((schema.member_pk(board_id, member_id), schema.score_sk(period)))
+            if item is not None:
+                scores[member_id] = codecs.score_from_item(item)
+        return scores
+
+    def get_data(self, board_id: str, member_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        keys = [schema.profile_key(board_id, member_id) for member_id in member_ids]
+        items = self.tables.batch_get(keys, consistent=False)
+        data = {}
+        for member_id in member_ids:
+            item = items.get((schema.member_pk(board_id, member_id), schema.PROFILE))
+            data[member_id] = codecs.profile_from_item(item)["data"] if item else {}
+        return data
+
+    def create_member(
+        self,
+        board_id: str,
+        member_id: str,
+        data: dict[str, Any],
+        score: tuple[ScoreState, Placement] | None,
+        period: str,
+        now: datetime,
+        mark: str | None = None,
+    ) -> bool:
+        """Create the profile and (unless ``score`` is None) score items together, with
+        ``mark``, the mark of the stream record that causes it; False, writing nothing,
+        when any of them exists."""
+        profile = {
+            **schema.profile_key(board_id, member_id),
+            "data": {"S": numbers.dumps(data)},
+            "createdAt": {"S": timestamp(now)},
+            "updatedAt": {"S": timestamp(now)},
+        }
+        items = [profile]
+        if score is not None:
+            items.append(self._score_item(board_id, member_id, period, *score))
+        if mark:
+            items.append(schema.mark_item(mark))
+        return self.tables.create_together(items)
+
+    def update_member(
+        self,
+        board_id: str,
+        member_id: str,
+        data: dict[str, Any] | None,
+        score: tuple[int | None, ScoreState, Placement] | None,
+        period: str,
+        now: datetime,
+    ) -> None:
+        """Replace the data (when given) and the score (when given, as ``(expected version,
+        new state, its placement)``) of an existing member, atomically."""
+        names = "updatedAt = :u" + (", #d = :d" if data is not None else "")
+        values: dict[str, Any] = {":u": {"S": timestamp(now)}}
+        if data is not None:
+            values[":d"] = {"S": numbers.dumps(data)}
+        profile_update: dict[str, Any] = {
+            "Key": schema.profile_key(board_id, member_id),
+            "UpdateExpression": f"SET {names}",
+            "ConditionExpression": "attribute_exists(pk)",
+            "ExpressionAttributeValues": values,
+        }
+        if data is not None:
+            profile_update["ExpressionAttributeNames"] = {"#d": "data"}
+        if score is None:
+            key, expression = profile_update.pop("Key"), profile_update.pop("UpdateExpression")
+            if not self.tables.update(key, expression, **profile_update):
+                raise ItemMissing(member_id)
+            return
+        expected, state, placement = score
+        put = self._score_put(board_id, member_id, period, state, placement, expected)
+        codes = self.tables.transact([{"Update": profile_update}, {"Put": put}])
+        if codes is None:
+            return
+        if codes[0] == "ConditionalCheckFailed":
+            raise ItemMissing(member_id)
+        if "ConditionalCheckFailed" in codes:
+            raise VersionConflict(member_id)
+        raise RuntimeError(f"the member was not updated: {codes}")
+
+    def write_score(
+        self,
+        board_id: str,
+        member_id: str,
+        expected_version: int | None,
+        state: ScoreState,
+        placement: Placement,
+        period: str,
+        mark: str | None = None,
+    ) -> None:
+        """Replace the score item if it still has ``expected_version`` (optimistic
+        locking), or (None) write the member's first score in ``period`` if the member
+        exists (else ItemMissing).
+
+        With ``mark``, the mark of the stream record that causes the change is written in
+        the same transaction, so the change is applied once (else AlreadyApplied)."""
+        put = self._score_put(board_id, member_id, period, state, placement, expected_version)
+        actions: list[tuple[str, Any]] = []
+        if mark is not None:
+            actions.append(("mark", self.tables.mark_put(mark)))
+        if expected_version is None:
+            check = {
+                "Key": schema.profile_key(board_id, member_id),
+                "ConditionExpression": "attribute_exists(pk)",
+            }
+            actions.append(("member", {"ConditionCheck": check}))
+        if not actions:
+            conditions = {k: v for k, v in put.items() if k not in ("Item", "TableName")}
+            if not self.tables.put(put["Item"], **conditions):
+                raise VersionConflict(member_id)
+            return
+        actions.append(("score", {"Put": put}))
+        codes = self.tables.transact([action for _, action in actions])
+        if codes is None:
+            return
+        failed = {
+            name for (name, _), code in zip(actions, codes, strict=False) if code == "ConditionalCheckFailed"
+        }
+        if "mark" in failed:
+            raise AlreadyApplied(str(mark))
+        if "member" in failed:
+            raise ItemMissing(member_id)
+        if "score" in failed:
+            raise VersionConflict(member_id)
+        raise RuntimeError(f"the score was not written: {codes}")
+
+    def delete_member(self, board_id: str, member_id: str) -> None:
+        """Delete every item of the member (its scores in every period, its rivals list),
+        the profile last: a delete that fails half-way is finished by its retry."""
+        pk = schema.member_pk(board_id, member_id)
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": pk}},
+            "ProjectionExpression": "sk",
+            "ConsistentRead": True,
+        }
+        keys = [item["sk"]["S"] for item in self.tables.query_items(request)]
+        self.tables.batch_write(
+            [{"DeleteRequest": {"Key": schema.key(pk, k)}} for k in keys if k != schema.PROFILE]
+        )
+        self.tables.delete(schema.profile_key(board_id, member_id))
+
+    def rollup_state(
+        self, board_id: str, member_id: str, period: str, mark: str
+    ) -> tuple[bool, ScoreState | None]:
+        """Whether ``mark`` exists, and the member's score on the target board."""
+        key = schema.score_key(board_id, member_id, period)
+        items = self.tables.batch_get([key, schema.mark_key(mark)], consistent=True)
+        score = items.get((key["pk"]["S"], key["sk"]["S"]))
+        return (mark, schema.APPLIED) in items, (codecs.score_from_item(score) if score else None)
+
+    def _score_item(
+        self, board_id: str, member_id: str, period: str, state: ScoreState, placement: Placement
+    ) -> Item:
+        attributes = codecs.score_attributes(
+            state, placement.partition, placement.sort_key, placement.expires
+        )
+        return {**schema.score_key(board_id, member_id, period), **attributes}
+
+    def _score_put(
+        self,
+        board_id: str,
+        member_id: str,
+        period: str,
+        state: ScoreState,
+        placement: Placement,
+        expected_version: int | None,
+    ) -> dict[str, Any]:
+        """The put of a score item: over version ``expected_version``, or (None) as the
+        member's first score in ``period``."""
+        put: dict[str, Any] = {
+            "Item": self._score_item(board_id, member_id, period, state, placement),
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        if expected_version is not None:
+            put["ConditionExpression"] = "v = :expected"
+            put["ExpressionAttributeValues"] = {":expected": {"N": str(expected_version)}}
+        return put

@@ -1,0 +1,209 @@
+"""The item schema of the table: every key, prefix and mark name is spelled here and only
+here (the template's stream filters are checked against it by a test). To add an item
+kind, add its key here and its reads and writes to one repository.
+
+Ids never contain ``#`` (both id patterns of the API exclude it), so ``#`` separates the
+parts of a key with no escaping.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+SEPARATOR = "#"
+
+# Partition key prefixes.
+BOARD = "B#"  # a board's own items: the board, its period counts, head, buckets, leader
+MEMBER = "M#"  # a member's items: profile, scores (one per period), rivals list
+FOLLOWERS = "F#"  # follower edges of a rival
+INBOX = "N#"  # a member's notifications
+EVENTS = "P#"  # a member's logged events, over EVENT_BUCKETS partitions
+EVENT_ID_CLAIM = "EID#"
+SNAPSHOTS = "S#"
+CATALOG = "CATALOG"
+
+# Sort keys and their prefixes.
+BOARD_ITEM = "BOARD"
+PROFILE = "MEMBER"
+SCORE = "SCORE#"  # + period
+RIVALS = "RIVALS"
+PERIOD_COUNT = "COUNT#"  # + period
+HEAD = "HEAD#"  # + period
+BUCKET = "BKT#"  # + period # lo
+BUCKET_STATE = "BST#"  # + period # lo
+BUCKET_SNAPSHOT = "BSN#"  # + period # epoch # lo
+LEADER = "LEADER#"  # + period
+APPLIED = "APPLIED"  # the sort key of every mark
+EVENT_ID_ITEM = "EID"
+
+# Marks: one item per effect of a stream record, so that a redelivery applies it once.
+COUNT_MARK = "STREAM#"  # + eventId: a member count
+ROLLUP_MARK = "ROLLUP#"  # + target # eventId
+FOLD_MARK = "FOLD#"  # + member pk # fold id
+BUCKETS_MARK = "BUCKETS#"  # + eventId
+MARK_TTL_SECONDS = 2 * 24 * 3600  # longer than a stream's 24-hour retention
+
+EVENT_BUCKETS = 64  # a hot member's events spread over 64 partition keys (docs/capacity.md)
+
+Key = dict[str, Any]
+
+
+def key(pk: str, sk: str) -> Key:
+    return {"pk": {"S": pk}, "sk": {"S": sk}}
+
+
+def board_key(board_id: str) -> Key:
+    return key(f"{BOARD}{board_id}", BOARD_ITEM)
+
+
+def catalog_key(board_id: str) -> Key:
+    return key(CATALOG, board_id)
+
+
+def period_count_key(board_id: str, period: str) -> Key:
+    return key(f"{BOARD}{board_id}", f"{PERIOD_COUNT}{period}")
+
+
+def member_pk(board_id: str, member_id: str) -> str:
+    return f"{MEMBER}{board_id}{SEPARATOR}{member_id}"
+
+
+def parse_member_pk(pk: str) -> tuple[str, str]:
+    """``M#{boardId}#{memberId}`` -> (boardId, memberId)."""
+    board_id, member_id = pk[len(MEMBER) :].split(SEPARATOR, 1)
+    return board_id, member_id
+
+
+def profile_key(board_id: str, member_id: str) -> Key:
+    return key(member_pk(board_id, member_id), PROFILE)
+
+
+def score_sk(period: str) -> str:
+    return f"{SCORE}{period}"
+
+
+def score_key(board_id: str, member_id: str, period: str) -> Key:
+    return key(member_pk(board_id, member_id), score_sk(period))
+
+
+def period_of_score_sk(sk: str) -> str:
+    return sk[len(SCORE) :]
+
+
+def rivals_key(board_id: str, member_id: str) -> Key:
+    return key(member_pk(board_id, member_id), RIVALS)
+
+
+def followers_pk(board_id: str, rival: str) -> str:
+    return f"{FOLLOWERS}{board_id}{SEPARATOR}{rival}"
+
+
+def edge_key(board_id: str, rival: str, follower: str) -> Key:
+    return key(followers_pk(board_id, rival), follower)
+
+
+def leader_key(board_id: str, period: str) -> Key:
+    return key(f"{BOARD}{board_id}", f"{LEADER}{period}")
+
+
+def head_key(board_id: str, period: str) -> Key:
+    return key(f"{BOARD}{board_id}", f"{HEAD}{period}")
+
+
+def bucket_prefix(period: str) -> str:
+    return f"{BUCKET}{period}{SEPARATOR}"
+
+
+def bucket_key(board_id: str, period: str, lo: str) -> Key:
+    return key(f"{BOARD}{board_id}", f"{bucket_prefix(period)}{lo}")
+
+
+def bucket_state_key(board_id: str, period: str, lo: str) -> Key:
+    return key(f"{BOARD}{board_id}", f"{BUCKET_STATE}{period}{SEPARATOR}{lo}")
+
+
+def bucket_snapshot_key(board_id: str, period: str, lo: str, epoch: int) -> Key:
+    return key(f"{BOARD}{board_id}", f"{BUCKET_SNAPSHOT}{period}{SEPARATOR}{epoch}{SEPARATOR}{lo}")
+
+
+def inbox_pk(board_id: str, member_id: str) -> str:
+    return f"{INBOX}{board_id}{SEPARATOR}{member_id}"
+
+
+def parse_inbox_pk(pk: str) -> tuple[str, str]:
+    board_id, member_id = pk[len(INBOX) :].split(SEPARATOR, 1)
+    return board_id, member_id
+
+
+def inbox_sk(created_us: int, notification_id: str) -> str:
+    """Newest last in byte order: the time, 17 digits of microseconds, then the id."""
+    return f"{created_us:017d}{SEPARATOR}{notification_id}"
+
+
+def created_us_of_inbox_sk(sk: str) -> int:
+    return int(sk.split(SEPARATOR, 1)[0])
+
+
+def event_bucket(event_key_: str) -> int:
+    """Which of the member's EVENT_BUCKETS partitions an event goes to: a hash of its key."""
+    digest = hashlib.blake2b(event_key_.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % EVENT_BUCKETS
+
+
+def event_pk(board_id: str, member_id: str, bucket: int) -> str:
+    return f"{EVENTS}{board_id}{SEPARATOR}{member_id}{SEPARATOR}{bucket}"
+
+
+def parse_event_pk(pk: str) -> tuple[str, str]:
+    """``P#{boardId}#{memberId}#{bucket}`` -> (boardId, memberId)."""
+    board_id, rest = pk[len(EVENTS) :].split(SEPARATOR, 1)
+    return board_id, rest.rsplit(SEPARATOR, 1)[0]
+
+
+def claim_key(board_id: str, event_id: str) -> Key:
+    return key(f"{EVENT_ID_CLAIM}{board_id}{SEPARATOR}{event_id}", EVENT_ID_ITEM)
+
+
+def snapshots_pk(board_id: str) -> str:
+    return f"{SNAPSHOTS}{board_id}"
+
+
+def count_mark(event_id: str) -> str:
+    return f"{COUNT_MARK}{event_id}"
+
+
+def rollup_mark(target_id: str, event_id: str) -> str:
+    return f"{ROLLUP_MARK}{target_id}{SEPARATOR}{event_id}"
+
+
+def fold_mark(board_id: str, member_id: str, fold: str) -> str:
+    return f"{FOLD_MARK}{member_pk(board_id, member_id)}{SEPARATOR}{fold}"
+
+
+def buckets_mark(event_id: str) -> str:
+    return f"{BUCKETS_MARK}{event_id}"
+
+
+def mark_key(mark: str) -> Key:
+    return key(mark, APPLIED)
+
+
+def mark_item(mark: str) -> dict[str, Any]:
+    """An item whose existence says "this effect was applied"; it expires after the
+    stream's 24-hour retention, when no redelivery can come any more."""
+    expires = int(time.time()) + MARK_TTL_SECONDS
+    return {**mark_key(mark), "ttl": {"N": str(expires)}}
+
+
+# What each stream consumer is fed, as Lambda filter patterns (template.yaml's
+# FilterCriteria are these; a test checks): the aggregator takes member profiles coming and
+# going, logged events, and every change of a score; the notifier every change of a score.
+_SCORES = {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": SCORE}]}}}}
+AGGREGATOR_FILTERS = [
+    {"eventName": ["INSERT", "REMOVE"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}}},
+    {"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": EVENTS}]}}}},
+    _SCORES,
+]
+NOTIFIER_FILTERS = [_SCORES]

@@ -1,0 +1,168 @@
+"""Who follows whom and what they are told: rivals lists with their follower edges, the
+inbox, and each board's last known leader."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from podium import numbers
+from podium.dal import codecs, schema
+from podium.dal.client import Tables, deserializer, serializer
+from podium.models import LeaderState, Notification, Rivals, ScoreState
+
+
+class Social:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    # -- rivals and follower edges ----------------------------------------------------
+
+    def get_rivals(self, board_id: str, member_id: str) -> Rivals | None:
+        item = self.tables.get(schema.rivals_key(board_id, member_id), consistent=True)
+        return codecs.rivals_from_item(item) if item else None
+
+    def put_rivals(
+        self, board_id: str, member_id: str, rivals: Rivals, previous: Rivals, ended_ttl_s: int
+    ) -> None:
+        """Replace the member's rivals. Follower edges (``F#{board}#{rival}`` / follower)
+        let one query find who follows a member; new edges are written before the list, and
+        the edges of rivals dropped expire ``ended_ttl_s`` after the list (they stay while a
+        late change may still be judged by the follow that ended: ``Rivals.ended``).
+        Readers trust an edge only as far as the list agrees, so a request that fails
+        half-way changes nothing anyone can see."""
+        added = [r for r in rivals.ids if r not in previous.ids]
+        removed = [r for r in previous.ids if r not in rivals.ids]
+        self.tables.batch_write(
+            [{"PutRequest": {"Item": schema.edge_key(board_id, rival, member_id)}} for rival in added]
+        )
+        self.tables.put(codecs.rivals_item(board_id, member_id, rivals))
+        expires = {"N": str(int(time.time()) + ended_ttl_s)}
+        self.tables.batch_write(
+            [
+                {"PutRequest": {"Item": {**schema.edge_key(board_id, rival, member_id), "ttl": expires}}}
+                for rival in removed
+            ]
+        )
+
+    def followers(self, board_id: str, member_id: str) -> list[str]:
+        """The members whose rivals list names ``member_id``, or did lately (one query,
+        paginated)."""
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": schema.followers_pk(board_id, member_id)}},
+            "ProjectionExpression": "sk",
+        }
+        return [item["sk"]["S"] for item in self.tables.query_items(request)]
+
+    def follower_states(
+        self, board_id: str, followers: Sequence[str], period: str
+    ) -> dict[str, tuple[ScoreState | None, Rivals]]:
+        """Each follower's score and rivals list, in one batched read."""
+        keys = []
+        for follower in followers:
+            keys.append(schema.score_key(board_id, follower, period))
+            keys.append(schema.rivals_key(board_id, follower))
+        items = self.tables.batch_get(keys, consistent=True)
+        states = {}
+        for follower in followers:
+            pk = schema.member_pk(board_id, follower)
+            score = items.get((pk, schema.score_sk(period)))
+            rivals = items.get((pk, schema.RIVALS))
+            states[follower] = (
+                codecs.score_from_item(score) if score else None,
+                codecs.rivals_from_item(rivals) if rivals else Rivals(),
+            )
+        return states
+
+    # -- the inbox ----------------------------------------------------------------------
+
+    def put_notification(self, notification: Notification, ttl_seconds: int) -> bool:
+        """Store the notification in the recipient's inbox; False when it is there already."""
+        item = {
+            **codecs.inbox_key(notification),
+            **codecs.notification_attributes(notification),
+            "published": {"BOOL": False},
+            "ttl": {"N": str(notification.created_us // 1_000_000 + ttl_seconds)},
+        }
+        return self.tables.put_if_absent(item)
+
+    def notification_published(self, notification: Notification) -> bool:
+        item = self.tables.get(codecs.inbox_key(notification), consistent=True)
+        return bool(item and item.get("published", {}).get("BOOL"))
+
+    def mark_published(self, notification: Notification) -> None:
+        self.tables.update(
+            codecs.inbox_key(notification),
+            "SET published = :t",
+            ExpressionAttributeValues={":t": {"BOOL": True}},
+        )
+
+    def list_notifications(
+        self, board_id: str, member_id: str, limit: int, before: str | None, now_s: int
+    ) -> tuple[list[Notification], str | None]:
+        """Newest first, below the inbox sort key ``before``, and the sort key to continue
+        below; items past their TTL that DynamoDB has not yet removed are skipped."""
+        items, next_key = self.tables.newest_first_page(
+            schema.inbox_pk(board_id, member_id), limit, before, now_s
+        )
+        return [codecs.notification_from_item(item) for item in items], next_key
+
+    # -- the leader -----------------------------------------------------------------------
+
+    def get_leader(self, board_id: str, period: str) -> LeaderState | None:
+        item = self.tables.get(schema.leader_key(board_id, period), consistent=True)
+        if not item:
+            return None
+        pending = (
+            [codecs.notification_from_json(n) for n in numbers.loads(item["pending"]["S"])]
+            if "pending" in item
+            else []
+        )
+        return LeaderState(
+            member_id=item["leader"]["S"] if "leader" in item else None,
+            sort_key=item["rsk"]["S"] if "rsk" in item else None,
+            score=deserializer.deserialize(item["s"]) if "s" in item else None,
+            version=int(item["lv"]["N"]),
+            pending=pending,
+        )
+
+    def swap_leader(
+        self,
+        board_id: str,
+        period: str,
+        expected_version: int | None,
+        leader: tuple[str, str, Decimal] | None,
+        pending: list[Notification],
+    ) -> bool:
+        """Record a new leader with the notifications it causes, if nobody else changed
+        the record since version ``expected_version`` (None: no record yet)."""
+        item: dict[str, Any] = {
+            **schema.leader_key(board_id, period),
+            "lv": {"N": str((expected_version or 0) + 1)},
+        }
+        if leader is not None:
+            item["leader"] = {"S": leader[0]}
+            item["rsk"] = {"S": leader[1]}
+            item["s"] = serializer.serialize(leader[2])
+        if pending:
+            item["pending"] = {"S": numbers.dumps([codecs.notification_to_json(n) for n in pending])}
+        if expected_version is None:
+            return self.tables.put_if_absent(item)
+        return self.tables.put(
+            item,
+            ConditionExpression="lv = :v",
+            ExpressionAttributeValues={":v": {"N": str(expected_version)}},
+        )
+
+    def clear_leader_pending(self, board_id: str, period: str, version: int) -> None:
+        # If a newer leader record replaced ours (the condition fails), its own pending
+        # list stands.
+        self.tables.update(
+            schema.leader_key(board_id, period),
+            "REMOVE pending",
+            ConditionExpression="lv = :v",
+            ExpressionAttributeValues={":v": {"N": str(version)}},
+        )

@@ -1,0 +1,54 @@
+"""The thread pool that fans a read out: a board's shard queries, the chunks of a batched
+read. One pool per process, as big as the most shards a board has, so that a round of shard
+queries takes one round trip."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import Any, TypeVar, overload
+
+from podium.config import settings
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@cache
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=settings().shard_query_concurrency, thread_name_prefix="podium")
+
+
+def gather(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """Run ``function`` over ``items`` concurrently (the scatter of scatter-gather), in order."""
+    if len(items) <= 1:
+        return [function(item) for item in items]
+    return list(_pool().map(function, items))
+
+
+@cache
+def _side_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="podium-side")
+
+
+A = TypeVar("A")
+B = TypeVar("B")
+C = TypeVar("C")
+
+
+@overload
+def together(first: Callable[[], A], second: Callable[[], B], /) -> tuple[A, B]: ...
+
+
+@overload
+def together(
+    first: Callable[[], A], second: Callable[[], B], third: Callable[[], C], /
+) -> tuple[A, B, C]: ...
+
+
+def together(first: Callable[[], Any], *others: Callable[[], Any]) -> tuple[Any, ...]:
+    """Run reads at once, each of which may fan out on the main pool itself (so the others
+    run on a small pool of their own); their answers in order."""
+    pending = [_side_pool().submit(other) for other in others]
+    return (first(), *(future.result() for future in pending))

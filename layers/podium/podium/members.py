@@ -1,0 +1,158 @@
+"""Members: adding one or replacing its data, reading it (fresh too, with the events not
+yet folded), deleting it, submitting a score under the board's operator, and logging the
+events of a hot counter."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from podium import keys, numbers, periods, retry
+from podium.boards import BoardService, to_microseconds
+from podium.errors import Conflict, ItemMissing, NotFound, ValidationError, VersionConflict
+from podium.models import BoardSettings, Member, ScoreChange, ScoreState
+from podium.ports import EventStore, MemberStore
+from podium.validation import EventRequest, MemberRequest
+
+
+def apply_operator(settings: BoardSettings, old: Decimal | None, value: Decimal) -> Decimal:
+    """The score after a submission; ``old`` is None for the first one of a period."""
+    if settings.operator == "increment":
+        return numbers.add(old if old is not None else Decimal(0), value)
+    if settings.operator == "best" and old is not None:
+        return value if settings.is_better(value, old) else old
+    return value
+
+
+def next_state(state: ScoreState | None, score: Decimal, reached_at_us: int) -> ScoreState:
+    """The score item's state after a write of ``score``."""
+    return state.then(score, reached_at_us) if state else ScoreState.first(score, reached_at_us)
+
+
+def contended(member_id: str) -> Conflict:
+    return Conflict(f"member {member_id} is being changed by many writers at once; retry")
+
+
+def missing(member_id: str, board_id: str) -> NotFound:
+    return NotFound(f"member {member_id} does not exist on board {board_id}; add it with PUT first")
+
+
+class MemberService:
+    def __init__(self, boards: BoardService, members: MemberStore, eventlog: EventStore) -> None:
+        self.boards = boards
+        self.members = members
+        self.eventlog = eventlog
+
+    def put_member(self, board_id: str, member_id: str, request: MemberRequest) -> tuple[Member, bool]:
+        """Add the member or replace its data; a score given goes to the current period
+        (on a board that never resets, a new member starts at 0)."""
+        settings = self.boards.settings(board_id)
+        windowed = settings.reset != "never"
+        for _ in retry.attempts():
+            now = self.boards.clock()
+            period = periods.period_of(settings.reset, now)
+            profile, state = self.members.get_member(board_id, member_id, period)
+            reached = to_microseconds(now)
+            if profile is None:
+                score = request.score if request.score is not None or windowed else Decimal(0)
+                data = request.data if request.data is not None else {}
+                new = None
+                if score is not None:
+                    first = ScoreState.first(score, reached)
+                    new = (first, keys.placement(board_id, settings, member_id, first, period))
+                if self.members.create_member(board_id, member_id, data, new, period, now):
+                    return Member(board_id, member_id, score, data, now, now), True
+                continue
+            change = None
+            score = state.score if state else None
+            if request.score is not None and request.score != score:
+                score = request.score
+                written = next_state(state, score, reached)
+                placement = keys.placement(board_id, settings, member_id, written, period)
+                change = (state.version if state else None, written, placement)
+            try:
+                self.members.update_member(board_id, member_id, request.data, change, period, now)
+            except (VersionConflict, ItemMissing):
+                continue
+            data = request.data if request.data is not None else profile["data"]
+            return Member(board_id, member_id, score, data, profile["createdAt"], now), False
+        raise contended(member_id)
+
+    def get_member(self, board_id: str, member_id: str, requested_period: str | None = None) -> Member:
+        settings = self.boards.settings(board_id)
+        period = self.boards.period(settings, requested_period)
+        profile, state = self.members.get_member(board_id, member_id, period)
+        if profile is None:
+            raise NotFound(f"member {member_id} does not exist on board {board_id}")
+        return Member(
+            board_id,
+            member_id,
+            state.score if state else None,
+            profile["data"],
+            profile["createdAt"],
+            profile["updatedAt"],
+        )
+
+    def delete_member(self, board_id: str, member_id: str) -> None:
+        self.boards.settings(board_id)
+        self.members.delete_member(board_id, member_id)
+
+    def submit_score(self, board_id: str, member_id: str, value: Decimal) -> ScoreChange:
+        """Apply the board's operator atomically: read, compute, write if unchanged since.
+        On a time-windowed board the first submission of a period starts its score."""
+        settings = self.boards.settings(board_id)
+        for _ in retry.attempts():
+            now = self.boards.clock()
+            period = periods.period_of(settings.reset, now)
+            state = self.members.get_score(board_id, member_id, period)
+            if state is None and settings.reset == "never":
+                raise missing(member_id, board_id)
+            old = state.score if state else None
+            new_score = apply_operator(settings, old, value)
+            try:
+                new_score = numbers.check_score(new_score, "score")
+            except ValidationError as error:
+                raise ValidationError(f"value would take the score out of bounds: {error.message}") from error
+            if state is not None and new_score == state.score:
+                return ScoreChange(member_id, state.score, state.score)
+            written = next_state(state, new_score, to_microseconds(now))
+            placement = keys.placement(board_id, settings, member_id, written, period)
+            try:
+                self.members.write_score(
+                    board_id, member_id, state.version if state else None, written, placement, period
+                )
+            except ItemMissing as error:
+                raise missing(member_id, board_id) from error
+            except VersionConflict:
+                continue
+            return ScoreChange(member_id, new_score, old)
+        raise contended(member_id)
+
+    # -- hot counters: the event log --------------------------------------------------
+
+    def log_events(self, board_id: str, requests: list[EventRequest]) -> int:
+        """Insert the events (no read); the fold counts them within seconds."""
+        from podium import events  # only this route and fresh_member need the event log
+
+        settings = self.boards.settings(board_id)
+        now = self.boards.clock()
+        logged = events.to_log(board_id, settings, requests, now)
+        if logged:
+            self.eventlog.log_events(logged, int(now.timestamp()) + events.LOG_TTL_SECONDS)
+        return len(requests)
+
+    def fresh_member(
+        self, board_id: str, member_id: str, requested_period: str | None = None
+    ) -> tuple[Member, int]:
+        """The member with its score as of now: the last fold plus the events logged since,
+        and how many of its distinct events are not folded yet."""
+        from podium import events
+
+        member = self.get_member(board_id, member_id, requested_period)
+        period = self.boards.period(self.boards.settings(board_id), requested_period)
+        state, pending_sum, pending = events.fresh_score(
+            self.members, self.eventlog, board_id, member_id, period
+        )
+        base = state.score if state else None
+        score = numbers.add(base or Decimal(0), pending_sum) if (base is not None or pending) else None
+        fresh = Member(board_id, member_id, score, member.data, member.created_at, member.updated_at)
+        return fresh, pending

@@ -1,0 +1,204 @@
+"""The ports the domain depends on: what it asks of storage and of the notification topic,
+as typed protocols. ``podium.dal`` implements them (``Database`` is a ``Repositories``);
+tests may hand the domain anything that does."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+from podium.models import (
+    Board,
+    Bucket,
+    BucketState,
+    BucketStep,
+    FinishedSplit,
+    HeadItem,
+    LeaderState,
+    LoggedEvent,
+    Notification,
+    Placement,
+    Rivals,
+    ScoreState,
+    Snapshot,
+    View,
+)
+
+
+class BoardStore(Protocol):
+    def get_board(self, board_id: str, *, consistent: bool = False) -> Board | None: ...
+    def create_board(self, board: Board, first_period: str) -> bool: ...
+    def set_board_title(self, board_id: str, title: str) -> None: ...
+    def list_boards(self, limit: int, after: str | None) -> tuple[list[Board], str | None]: ...
+    def list_board_ids(self, limit: int, after: str | None) -> tuple[list[str], str | None]: ...
+    def apply_member_count(
+        self, event_id: str, board_id: str, delta: int, period: str | None = None, expires: int | None = None
+    ) -> bool: ...
+    def view(
+        self,
+        board_id: str,
+        period: str,
+        *,
+        with_count: bool,
+        member_id: str | None = None,
+        head: bool = False,
+    ) -> View: ...
+
+
+class MemberStore(Protocol):
+    def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None: ...
+    def get_member(
+        self, board_id: str, member_id: str, period: str
+    ) -> tuple[dict[str, Any] | None, ScoreState | None]: ...
+    def exists(self, board_id: str, member_id: str) -> bool: ...
+    def get_scores(self, board_id: str, member_ids: Sequence[str], period: str) -> dict[str, ScoreState]: ...
+    def get_data(self, board_id: str, member_ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+    def create_member(
+        self,
+        board_id: str,
+        member_id: str,
+        data: dict[str, Any],
+        score: tuple[ScoreState, Placement] | None,
+        period: str,
+        now: datetime,
+        mark: str | None = None,
+    ) -> bool: ...
+    def update_member(
+        self,
+        board_id: str,
+        member_id: str,
+        data: dict[str, Any] | None,
+        score: tuple[int | None, ScoreState, Placement] | None,
+        period: str,
+        now: datetime,
+    ) -> None: ...
+    def write_score(
+        self,
+        board_id: str,
+        member_id: str,
+        expected_version: int | None,
+        state: ScoreState,
+        placement: Placement,
+        period: str,
+        mark: str | None = None,
+    ) -> None: ...
+    def delete_member(self, board_id: str, member_id: str) -> None: ...
+    def rollup_state(
+        self, board_id: str, member_id: str, period: str, mark: str
+    ) -> tuple[bool, ScoreState | None]: ...
+
+
+class IndexReader(Protocol):
+    def keys_in_range(
+        self,
+        partition: str,
+        lo: str | None,
+        hi: str | None,
+        *,
+        limit: int | None = None,
+        reverse: bool = False,
+    ) -> list[str]: ...
+    def count_range(self, partition: str, lo: str | None, hi: str | None) -> int: ...
+
+
+class StructureStore(Protocol):
+    def get_head(self, board_id: str, period: str, *, consistent: bool = False) -> HeadItem | None: ...
+    def put_head(self, board_id: str, period: str, head: HeadItem, expires: int | None) -> bool: ...
+    def list_buckets(
+        self, board_id: str, period: str, *, upto: str | None = None, consistent: bool = False
+    ) -> list[Bucket]: ...
+    def create_first_bucket(
+        self, board_id: str, period: str, bucket: Bucket, expires: int | None
+    ) -> None: ...
+    def bucket_state(self, board_id: str, period: str, lo: str) -> BucketState: ...
+    def bucket_snapshot(self, board_id: str, period: str, lo: str, epoch: int) -> frozenset[str]: ...
+    def apply_bucket_steps(
+        self, mark: str, board_id: str, period: str, member: str, steps: Sequence[BucketStep]
+    ) -> bool: ...
+    def start_split(
+        self,
+        board_id: str,
+        period: str,
+        bucket: Bucket,
+        cuts: Sequence[str],
+        now_us: int,
+        expires: int | None,
+    ) -> bool: ...
+    def finish_split(self, board_id: str, period: str, split: FinishedSplit, expires: int | None) -> bool: ...
+    def replace_buckets(
+        self, board_id: str, period: str, buckets: Sequence[Bucket], expires: int | None
+    ) -> None: ...
+
+
+class SocialStore(Protocol):
+    def get_rivals(self, board_id: str, member_id: str) -> Rivals | None: ...
+    def put_rivals(
+        self, board_id: str, member_id: str, rivals: Rivals, previous: Rivals, ended_ttl_s: int
+    ) -> None: ...
+    def followers(self, board_id: str, member_id: str) -> list[str]: ...
+    def follower_states(
+        self, board_id: str, followers: Sequence[str], period: str
+    ) -> dict[str, tuple[ScoreState | None, Rivals]]: ...
+    def put_notification(self, notification: Notification, ttl_seconds: int) -> bool: ...
+    def notification_published(self, notification: Notification) -> bool: ...
+    def mark_published(self, notification: Notification) -> None: ...
+    def list_notifications(
+        self, board_id: str, member_id: str, limit: int, before: str | None, now_s: int
+    ) -> tuple[list[Notification], str | None]: ...
+    def get_leader(self, board_id: str, period: str) -> LeaderState | None: ...
+    def swap_leader(
+        self,
+        board_id: str,
+        period: str,
+        expected_version: int | None,
+        leader: tuple[str, str, Decimal] | None,
+        pending: list[Notification],
+    ) -> bool: ...
+    def clear_leader_pending(self, board_id: str, period: str, version: int) -> None: ...
+
+
+class EventStore(Protocol):
+    def log_events(self, events: Sequence[LoggedEvent], expires: int) -> None: ...
+    def claim_event_id(self, board_id: str, event_id: str, insertion: str, expires: int) -> bool: ...
+    def claim_for_fold(self, event: LoggedEvent, fold: str) -> tuple[str, str]: ...
+    def claim_many_for_fold(
+        self, board_id: str, events: Sequence[LoggedEvent], fold: str, expires: int
+    ) -> bool: ...
+    def logged_now(self, events: Sequence[LoggedEvent]) -> dict[str, LoggedEvent]: ...
+    def committed_folds(self, board_id: str, member_id: str, folds: set[str]) -> set[str]: ...
+    def id_claims(self, board_id: str, event_ids: set[str]) -> dict[str, str]: ...
+    def delete_events(self, events: Sequence[LoggedEvent]) -> None: ...
+    def count_dropped(self, board_id: str, member_id: str, fold: str, count: int) -> None: ...
+    def pending_events(self, board_id: str, member_id: str) -> list[LoggedEvent]: ...
+
+
+class SnapshotStore(Protocol):
+    def put_snapshot(self, snapshot: Snapshot, expires_at: int) -> bool: ...
+    def list_snapshots(
+        self, board_id: str, limit: int, before_sort_key: str | None, now_s: int
+    ) -> tuple[list[Snapshot], str | None]: ...
+
+
+class Repositories(Protocol):
+    """Every store of the service (``podium.dal.Database``)."""
+
+    @property
+    def boards(self) -> BoardStore: ...
+    @property
+    def members(self) -> MemberStore: ...
+    @property
+    def index(self) -> IndexReader: ...
+    @property
+    def structures(self) -> StructureStore: ...
+    @property
+    def social(self) -> SocialStore: ...
+    @property
+    def eventlog(self) -> EventStore: ...
+    @property
+    def snapshots(self) -> SnapshotStore: ...
+
+
+class Publisher(Protocol):
+    def publish(self, notification: Notification) -> None: ...

@@ -1,0 +1,249 @@
+"""The rankings: a page of the listing (``top``), one member's rank, the window around a
+member, and the ranks of several members. Every rank is board-wide and counted when the
+read is made (``podium.indexreads``); docs/performance.md has what each costs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from podium import cursors, keys
+from podium import head as heads
+from podium.boards import BoardService
+from podium.buckets import just_above
+from podium.errors import NotFound, ValidationError
+from podium.fanout import together
+from podium.indexreads import Counting, nearest, top_keys
+from podium.keys import RankOrder
+from podium.models import Board, IndexEntry, Page, RankedEntry, ScoreState, View
+from podium.periods import ALL_TIME
+from podium.ports import BoardStore, IndexReader, MemberStore, StructureStore
+from podium.ranking import TopStats, around_window, assign_ranks, decode
+
+SORT_KEY = re.compile(r"[!-~]{1,600}")  # printable ASCII, as sort keys are
+
+
+@dataclass(frozen=True)
+class Before:
+    """What precedes a page that continues after a cursor, counted when the page is read:
+    ``position`` entries sort at or before the cursor's key, ``rank`` of them have a score
+    strictly better than the cursor's ``score`` (for shared ranks)."""
+
+    position: int
+    rank: int
+    score: Decimal
+
+
+@dataclass(frozen=True)
+class Read:
+    """What a ranking read knows before it touches the index."""
+
+    board: Board
+    period: str
+    total: int  # memberCount, or on a time-windowed board the members with a score in the period
+    view: View
+
+    @property
+    def order(self) -> RankOrder:
+        return keys.order_of(self.board.settings)
+
+    @property
+    def partitions(self) -> list[str]:
+        return keys.partitions(self.board.board_id, self.board.settings, self.period)
+
+
+class ReadService:
+    last_top_stats: TopStats | None = None  # what the last index read of ``top`` cost (the bench reads it)
+
+    def __init__(
+        self,
+        boards: BoardService,
+        board_store: BoardStore,
+        members: MemberStore,
+        index: IndexReader,
+        structures: StructureStore,
+    ) -> None:
+        self.boards = boards
+        self.board_store = board_store
+        self.members = members
+        self.index = index
+        self.counting = Counting(index, structures)
+
+    def _read(
+        self, board_id: str, requested_period: str | None, *, member_id: str | None = None, head: bool = False
+    ) -> Read:
+        """The board, the period read and ``total``, and what else the read asked for (the
+        member's score, the head), in one BatchGetItem: the board's fixed settings are
+        cached, so the period is known before the read."""
+        period = self.boards.period(self.boards.settings(board_id), requested_period)
+        view = self.board_store.view(
+            board_id, period, with_count=period != ALL_TIME, member_id=member_id, head=head
+        )
+        if view.board is None:
+            raise NotFound(f"board {board_id} does not exist")
+        total = view.board.member_count if period == ALL_TIME else view.period_count
+        return Read(view.board, period, total, view)
+
+    def _count(self, read: Read, bounds: list[str], *, consistent: bool = False) -> list[int]:
+        return self.counting.below(
+            read.board.board_id, read.period, read.partitions, bounds, read.total, consistent=consistent
+        )
+
+    # -- top ------------------------------------------------------------------------------
+
+    def top(
+        self,
+        board_id: str,
+        limit: int,
+        cursor: str | None,
+        with_data: bool,
+        requested_period: str | None = None,
+        consistent: bool = False,
+    ) -> Page:
+        """A page of the listing. A first page of up to 100 entries comes from the board's
+        head (kept by the stream, lagging writes by about a second) unless ``consistent``.
+        Every other page, and a head that cannot answer, reads the index exactly, in as
+        few keys as the head's hint allows. The head is read in the same BatchGetItem as
+        the board either way."""
+        read = self._read(board_id, requested_period, head=True)
+        scope = f"{board_id}#{read.period}"  # a cursor continues the listing it came from
+        after = cursors.decode(cursor, scope, SORT_KEY) if cursor is not None else None
+        head = heads.read(read.view.head) if read.view.head is not None else None
+        if head is not None and not consistent and after is None:
+            served = head.page(limit)
+            if served is not None:
+                return self._page(read, scope, *served, with_data)
+        hint = head.hint(after, limit) if head is not None else None
+        if after is None:
+            found, self.last_top_stats = top_keys(self.index, read.partitions, None, limit, hint)
+            return self._page(read, scope, found[:limit], len(found) > limit, with_data)
+        # The page's place in the listing is counted now, alongside the page's own read:
+        # the entries before the cursor (and, for shared ranks, those strictly better than
+        # its score) as the board stands, not as it stood when the cursor was made.
+        order = read.order
+        try:
+            cursor_score, _ = order.parse(after)
+        except (ValueError, IndexError) as error:
+            raise ValidationError(cursors.INVALID) from error
+        bounds = [just_above(after)]
+        if not order.earliest:
+            bounds.insert(0, order.score_bound(cursor_score))
+        (found, self.last_top_stats), counts = together(
+            lambda: top_keys(self.index, read.partitions, after, limit, hint),
+            lambda: self._count(read, bounds, consistent=consistent),
+        )
+        before = Before(position=counts[-1], rank=counts[0], score=cursor_score)
+        return self._page(read, scope, found[:limit], len(found) > limit, with_data, before)
+
+    def _page(
+        self,
+        read: Read,
+        scope: str,
+        found: list[str],
+        more: bool,
+        with_data: bool,
+        before: Before | None = None,
+    ) -> Page:
+        """The listing entries for consecutive keys, ranked: from the top, or after
+        ``before``'s count of entries."""
+        order = read.order
+        entries = decode(order, found)
+        previous = None
+        first_position = 1
+        if before is not None:
+            first_position = before.position + 1
+            # An entry that shares the cursor's score shares the rank of that score.
+            previous = (before.score, before.rank + 1)
+        ranked = assign_ranks(
+            entries, earliest=order.earliest, first_position=first_position, previous=previous
+        )
+        if with_data:
+            data = self.members.get_data(read.board.board_id, [entry.member_id for entry in ranked])
+            ranked = [RankedEntry(e.rank, e.member_id, e.score, data.get(e.member_id, {})) for e in ranked]
+        next_cursor = cursors.encode(scope, entries[-1].sort_key) if more and entries else None
+        return Page(entries=ranked, total=read.total, next_cursor=next_cursor)
+
+    # -- one member, a window, several members ---------------------------------------------
+
+    def _entry(self, read: Read, member_id: str, state: ScoreState | None) -> IndexEntry:
+        if state is None:
+            if read.period == ALL_TIME:
+                raise NotFound(f"member {member_id} does not exist on board {read.board.board_id}")
+            raise NotFound(
+                f"member {member_id} has no score in period {read.period} of board {read.board.board_id}"
+            )
+        return IndexEntry(
+            read.order.sort_key(state.score, member_id, state.reached_at_us), member_id, state.score
+        )
+
+    def rank(
+        self, board_id: str, member_id: str, requested_period: str | None = None, consistent: bool = False
+    ) -> dict[str, Any]:
+        """1 + the members better than this one: from the score buckets in at most three
+        round trips (the board and score; the buckets above; one COUNT inside a bucket),
+        or with ``consistent`` by counting every index entry above."""
+        read = self._read(board_id, requested_period, member_id=member_id)
+        order = read.order
+        entry = self._entry(read, member_id, read.view.score)
+        bound = entry.sort_key if order.earliest else order.score_bound(entry.score)
+        better = self._count(read, [bound], consistent=consistent)[0]
+        return {"memberId": member_id, "score": entry.score, "rank": better + 1, "total": read.total}
+
+    def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
+        """The ``2·radius + 1`` entries of the listing around the member, shifted to stay
+        full at either end. The nearest keys above and below are gathered exactly, each
+        side as a top read gathers (the upper side on the listing read bottom-up), side by
+        side with the member's position and rank, counted as ``rank`` counts; a second
+        round reads what the window still lacks at an end, and one more count is needed
+        only when the window opens inside a tie that starts above it."""
+        read = self._read(board_id, requested_period, member_id=member_id)
+        order = read.order
+        me = self._entry(read, member_id, read.view.score)
+        partitions = read.partitions
+        bounds = [me.sort_key] if order.earliest else [order.score_bound(me.score), me.sort_key]
+        above, below, counts = together(
+            lambda: nearest(self.index, partitions, me.sort_key, radius + 1, above=True),
+            lambda: nearest(self.index, partitions, me.sort_key, radius, above=False),
+            lambda: self._count(read, bounds),
+        )
+        # At an end of the board the window takes more from the other side: up to 2·radius,
+        # and above one more, to see whether the window's first entry opens a tie.
+        # (A side that came back with its witness, one key past its limit, goes on.)
+        wanted_above = 2 * radius - len(below) + 1
+        wanted_below = 2 * radius - len(above)
+        if len(below) < radius and len(above) == radius + 2 and wanted_above > len(above):
+            above = nearest(self.index, partitions, me.sort_key, wanted_above, above=True)
+        elif len(above) < radius and len(below) == radius + 1 and wanted_below > len(below):
+            below = nearest(self.index, partitions, me.sort_key, wanted_below, above=False)
+        take_above, take_below = around_window(list(reversed(above)), below, radius)
+        window = decode(order, [*reversed(above[:take_above]), me.sort_key, *below[:take_below]])
+        first = window[0]
+        previous = None
+        if not order.earliest:
+            if first.score == me.score:
+                previous = (me.score, counts[0] + 1)
+            elif take_above < len(above) and order.parse(above[take_above])[0] == first.score:
+                previous = (first.score, self._count(read, [order.score_bound(first.score)])[0] + 1)
+        ranked = assign_ranks(
+            window, earliest=order.earliest, first_position=counts[-1] + 1 - take_above, previous=previous
+        )
+        return Page(entries=ranked, total=read.total)
+
+    def ranks(
+        self, board_id: str, member_ids: list[str], requested_period: str | None = None
+    ) -> list[RankedEntry]:
+        """Board-wide ranks of several members, in listing order."""
+        read = self._read(board_id, requested_period)
+        order = read.order
+        states = self.members.get_scores(board_id, member_ids, read.period)
+        entries = sorted((self._entry(read, m, s) for m, s in states.items()), key=lambda e: e.sort_key)
+        if not entries:
+            return []
+        bounds = [e.sort_key if order.earliest else order.score_bound(e.score) for e in entries]
+        better = self._count(read, bounds)
+        return [
+            RankedEntry(rank=count + 1, member_id=entry.member_id, score=entry.score)
+            for entry, count in zip(entries, better, strict=True)
+        ]

@@ -1,0 +1,51 @@
+"""Rivals and the inbox: whom a member follows (with since when, so that a change is
+judged by who followed whom at its moment), and the notifications it was sent."""
+
+from __future__ import annotations
+
+import re
+
+from podium import cursors
+from podium.boards import BoardService, to_microseconds
+from podium.errors import NotFound
+from podium.models import ENDED_FOLLOW_KEEP_US, Notification, Rivals
+from podium.ports import MemberStore, SocialStore
+
+INBOX_POSITION = re.compile(r"\d{17}#[0-9a-f]{1,64}")
+
+
+class SocialService:
+    def __init__(self, boards: BoardService, members: MemberStore, social: SocialStore) -> None:
+        self.boards = boards
+        self.members = members
+        self.social = social
+
+    def _require_member(self, board_id: str, member_id: str) -> None:
+        self.boards.settings(board_id)
+        if not self.members.exists(board_id, member_id):
+            raise NotFound(f"member {member_id} does not exist on board {board_id}")
+
+    def put_rivals(self, board_id: str, member_id: str, rivals: list[str]) -> list[str]:
+        """Replace the member's rivals, remembering since when it follows each (and, for a
+        while, whom it stopped following and when)."""
+        self._require_member(board_id, member_id)
+        previous = self.social.get_rivals(board_id, member_id) or Rivals()
+        replaced = previous.replaced(rivals, to_microseconds(self.boards.clock()))
+        self.social.put_rivals(board_id, member_id, replaced, previous, ENDED_FOLLOW_KEEP_US // 1_000_000)
+        return rivals
+
+    def get_rivals(self, board_id: str, member_id: str) -> list[str]:
+        self._require_member(board_id, member_id)
+        found = self.social.get_rivals(board_id, member_id)
+        return list(found.ids) if found else []
+
+    def notifications(
+        self, board_id: str, member_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[Notification], str | None]:
+        """A page of the member's inbox, newest first, and the cursor to the next."""
+        self._require_member(board_id, member_id)
+        scope = f"{board_id}#{member_id}#inbox"
+        before = cursors.decode(cursor, scope, INBOX_POSITION) if cursor is not None else None
+        now_s = int(self.boards.clock().timestamp())
+        found, last = self.social.list_notifications(board_id, member_id, limit, before, now_s)
+        return found, (cursors.encode(scope, last) if last is not None else None)

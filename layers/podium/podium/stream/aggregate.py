@@ -1,0 +1,48 @@
+"""The aggregating consumer: each board's ``memberCount`` (``counts``), rollups into the
+boards of ``rollupTo`` (``rollups``), and the head and score buckets that make top-k and
+rank cheap (``upkeep``); the event-log fold runs per batch beside it (``fold``).
+
+One consumer does all of these because DynamoDB Streams serves at most two readers per
+shard without throttling; the notifier is the other. Every effect is applied at most
+once, keyed by the stream record's own event id, so a redelivered record or a retried
+batch never counts or rolls up twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from podium.models import BoardSettings
+from podium.ports import Repositories
+from podium.stream.counts import apply_count
+from podium.stream.records import Record, score_record
+from podium.stream.rollups import roll_up
+from podium.stream.upkeep import RankUpkeep
+
+SettingsOf = Callable[[str], BoardSettings]
+Clock = Callable[[], datetime]
+
+
+class Aggregator:
+    def __init__(self, db: Repositories, settings_of: SettingsOf, clock: Clock) -> None:
+        self.db = db
+        self.settings_of = settings_of
+        self.clock = clock
+        self.upkeep = RankUpkeep(db.structures, db.index, settings_of, clock)
+
+    def apply(self, record: Record) -> None:
+        apply_count(self.db.boards, self.settings_of, record)
+        score = score_record(record)
+        if score is None:
+            return
+        self.upkeep.keep_buckets(score)
+        if score.new is not None and (score.changed or score.event_name == "INSERT"):
+            for target in self.settings_of(score.board_id).rollup_to:
+                roll_up(self.db.members, self.settings_of, self.clock, score, target)
+
+    def keep_heads(self, records: list[Record]) -> set[str]:
+        """Per batch: the heads of the boards whose scores the batch changes; the
+        eventIDs of the records whose head could not be written."""
+        changes = [change for change in map(score_record, records) if change is not None]
+        return self.upkeep.keep_heads(changes)

@@ -1,0 +1,98 @@
+"""Wiring: builds the service's objects once per process (a Lambda instance keeps them
+between invocations) and hands each function what its route needs. Each piece is built on
+first use and imports only its own modules, so that a handler's cold start pays for its
+route alone. ``reset()`` forgets them all (tests that change the environment)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import TYPE_CHECKING
+
+from podium.boards import BoardService, Clock, system_clock
+from podium.config import settings
+
+if TYPE_CHECKING:
+    from podium.maintenance import Maintenance
+    from podium.members import MemberService
+    from podium.ports import Publisher, Repositories
+    from podium.reads import ReadService
+    from podium.social import SocialService
+    from podium.stream.aggregate import Aggregator
+    from podium.stream.fold import Folder
+    from podium.stream.notify import Notifier
+
+
+@dataclass
+class Services:
+    """Every room of the domain over one set of repositories and one clock."""
+
+    db: Repositories
+    clock: Clock = system_clock
+
+    @cached_property
+    def boards(self) -> BoardService:
+        return BoardService(self.db.boards, self.clock)
+
+    @cached_property
+    def members(self) -> MemberService:
+        from podium.members import MemberService
+
+        return MemberService(self.boards, self.db.members, self.db.eventlog)
+
+    @cached_property
+    def reads(self) -> ReadService:
+        from podium.reads import ReadService
+
+        return ReadService(self.boards, self.db.boards, self.db.members, self.db.index, self.db.structures)
+
+    @cached_property
+    def social(self) -> SocialService:
+        from podium.social import SocialService
+
+        return SocialService(self.boards, self.db.members, self.db.social)
+
+    @cached_property
+    def maintenance(self) -> Maintenance:
+        from podium.maintenance import Maintenance
+
+        return Maintenance(self.boards, self.db.structures, self.db.index)
+
+    @cached_property
+    def aggregator(self) -> Aggregator:
+        from podium.stream.aggregate import Aggregator
+
+        return Aggregator(self.db, self.boards.settings, self.clock)
+
+    @cached_property
+    def folder(self) -> Folder:
+        from podium.stream.fold import Folder
+
+        return Folder(self.db.members, self.db.eventlog, self.boards.settings, self.clock)
+
+    def notifier(self, publisher: Publisher) -> Notifier:
+        from podium.stream.notify import Notifier
+
+        return Notifier(self.db.social, self.db.members, self.db.index, publisher, self.boards.settings)
+
+
+@cache
+def services() -> Services:
+    """The process's services, on the table the environment names."""
+    from podium.dal import Database
+
+    return Services(Database.connect(settings()))
+
+
+@cache
+def notifier() -> Notifier:
+    """The notifier, publishing to the stack's topic."""
+    from podium.dal.publisher import SnsPublisher
+
+    return services().notifier(SnsPublisher(settings().notification_topic))
+
+
+def reset() -> None:
+    """Forget every object built, and the settings they were built from."""
+    for built in (services, notifier, settings):
+        built.cache_clear()
