@@ -16,7 +16,7 @@ made from then on flow through it. For ``seconds``:
   the aggregator's own code for the head and its ladder;
 * a reader reads the top 10, 100 and 1,000 exactly (``consistent=true``) and pages 2 to 5
   of 100 after a cursor, each steered by the head's hint, and records the keys each read
-  and its rounds of shard queries (``Services.last_top_stats``);
+  and its rounds of shard queries (``ReadService.top_read``);
 * a probe sets one member to a new best score every few seconds and times how long the
   head (``top?limit=1``, not consistent) takes to show it.
 """
@@ -37,6 +37,7 @@ from devstack.streams import StreamTail
 from podium.config import Settings
 from podium.dal import Database
 from podium.models import BoardSettings
+from podium.reads import TopRead
 from podium.stream.aggregate import Aggregator
 from podium.validation import BoardRequest
 from podium.wiring import Services
@@ -136,20 +137,19 @@ def _write(
 def _read(service: Services, board_id: str, stop: threading.Event, seen: Observed) -> None:
     while not stop.is_set():
         for name, limit, after_cursor in READS:
+            read = service.reads.top_read(board_id, limit, None, False, consistent=True)
             if not after_cursor:
-                service.reads.top(board_id, limit, None, False, consistent=True)
-                _note(seen, name, service)
+                _note(seen, name, read)
                 continue
-            page = service.reads.top(board_id, limit, None, False, consistent=True)
             for _ in range(4):
-                if page.next_cursor is None:
+                if read.page.next_cursor is None:
                     break
-                page = service.reads.top(board_id, limit, page.next_cursor, False, consistent=True)
-                _note(seen, name, service)
+                read = service.reads.top_read(board_id, limit, read.page.next_cursor, False, consistent=True)
+                _note(seen, name, read)
 
 
-def _note(seen: Observed, name: str, service: Services) -> None:
-    stats = service.reads.last_top_stats
+def _note(seen: Observed, name: str, read: TopRead) -> None:
+    stats = read.stats
     assert stats is not None
     seen.items.setdefault(name, []).append(stats.items + 2)  # + the board and the head item
     seen.rounds.setdefault(name, []).append(stats.rounds)

@@ -307,6 +307,8 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
         for pattern, variant, read, kind in _reads(reader, scores, draw):
             exact_after.append({"pattern": pattern, "variant": variant, "exact": check(scores, kind, read())})
         layout = reader.service.db.structures.list_buckets(BOARD, "all", consistent=True)
+    # What DynamoDB Local keeps of the stream slows what runs after: switch it off.
+    client.update_table(TableName=settings.table, StreamSpecification={"StreamEnabled": False})
     while_writing = []
     for (pattern, variant), runs in samples.items():
         rcus = [s.rcu for s in runs]

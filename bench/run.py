@@ -207,23 +207,12 @@ def naive_rank(ctx: Context, shards: int, member: str) -> int:
 
 
 def service_top(ctx: Context, board_id: str, limit: int, cursor: str | None, consistent: bool) -> Page:
-    if ctx.capabilities["consistentKeyword"]:
-        try:
-            return ctx.service.reads.top(board_id, limit, cursor, False, consistent=consistent)  # type: ignore[call-arg,unused-ignore]
-        except TypeError as error:
-            if "consistent" not in str(error):
-                raise
-            ctx.capabilities["consistentKeyword"] = False
-            ctx.note(
-                "Services.top() has no `consistent` keyword: both service top "
-                "variants below ran the default top()."
-            )
-    return ctx.service.reads.top(board_id, limit, cursor, False)
+    return ctx.service.reads.top(board_id, limit, cursor, False, consistent=consistent)
 
 
 def with_shard_rounds(summary: dict[str, Any], rounds: list[int]) -> dict[str, Any]:
     """The summary with the rounds of shard queries that the service's reads took, as
-    ``gather_top`` counts them (``last_top_stats``): each round's queries are sent at once,
+    ``gather_top`` counts them (``ReadService.top_read``): each round's queries are sent at once,
     so a round is one round trip, however the threads happen to be scheduled here."""
     return {
         **summary,
@@ -234,11 +223,10 @@ def with_shard_rounds(summary: dict[str, Any], rounds: list[int]) -> dict[str, A
 
 def consistent_top(ctx: Context, board_id: str, limit: int, cursor: str | None, rounds: list[int]) -> Page:
     """``service_top(..., consistent=True)``, noting the rounds of shard queries it took."""
-    page = service_top(ctx, board_id, limit, cursor, True)
-    stats = ctx.service.reads.last_top_stats
-    assert stats is not None
-    rounds.append(stats.rounds)
-    return page
+    read = ctx.service.reads.top_read(board_id, limit, cursor, False, consistent=True)
+    assert read.stats is not None
+    rounds.append(read.stats.rounds)
+    return read.page
 
 
 def measure_top(ctx: Context, size: int, shards: int) -> None:
@@ -622,17 +610,17 @@ def run(plan: Plan) -> dict[str, Any]:
         if plan.big_size > ctx.loaded and plan.big_shards in plan.shards and stopped is None:
             grow_big(ctx, plan)
             save(ctx, plan, begun, stopped, None)
-        if plan.grown_plan.members > 0:
-            grown_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
-            ctx.grown = grown.run(
-                dynamodb.endpoint, grown_client, plan.grown_plan, plan.data / "grown-stack.log"
-            )
-            save(ctx, plan, begun, stopped, None)
         if plan.churn_plan.seconds > 0:
             streams = boto3.client("dynamodbstreams", endpoint_url=dynamodb.endpoint, config=config)
             churn_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
             ctx.churn = churn.run(
                 churn_client, streams, create_tables(churn_client, "churn-"), plan.churn_plan
+            )
+            save(ctx, plan, begun, stopped, None)
+        if plan.grown_plan.members > 0:  # last: its stream is the biggest DynamoDB Local holds
+            grown_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+            ctx.grown = grown.run(
+                dynamodb.endpoint, grown_client, plan.grown_plan, plan.data / "grown-stack.log"
             )
             save(ctx, plan, begun, stopped, None)
         results = save(ctx, plan, begun, stopped, cold_start(ctx))

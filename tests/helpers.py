@@ -94,12 +94,13 @@ def expected_listing(scores: dict[str, Decimal]) -> list[tuple[int, str, Decimal
 
 def pages(service: Services, board: str, limit: int) -> Iterator[tuple[Page, TopStats]]:
     """Every page of the listing read from the index, following nextCursor, with what its
-    read cost (``last_top_stats``)."""
+    read cost (``ReadService.top_read``)."""
     cursor = None
     while True:
-        page = service.reads.top(board, limit, cursor, with_data=False, consistent=True)
-        assert service.reads.last_top_stats is not None
-        yield page, service.reads.last_top_stats
+        read = service.reads.top_read(board, limit, cursor, with_data=False, consistent=True)
+        page = read.page
+        assert read.stats is not None
+        yield page, read.stats
         assert len(page.entries) <= limit
         if page.next_cursor is None:
             return

@@ -55,12 +55,13 @@ def test_a_top_held_by_one_shard_is_fetched_in_a_second_round(service: Services)
     board = make_board(service, 10, scores)
     listing = expected_listing(scores)
     # When the top 10 is read
-    page = service.reads.top(board, 10, None, with_data=False, consistent=True)
+    read = service.reads.top_read(board, 10, None, with_data=False, consistent=True)
     # Then a second round read shard 3 beyond its first page, and the answer is exact
+    page = read.page
     assert [(e.rank, e.member_id, e.score) for e in page.entries] == listing[:10]
     assert page.next_cursor is not None
-    assert service.reads.last_top_stats is not None
-    assert service.reads.last_top_stats.rounds == 2
+    assert read.stats is not None
+    assert read.stats.rounds == 2
     # And the pages from the cursor on agree too
     entries, _ = walk(service, board, 4)
     assert entries == listing

@@ -249,17 +249,18 @@ def plan_counts(buckets: Sequence[Bucket], bounds: Sequence[str], merge_gap: int
     """The plan for the sorted ``bounds``. ``buckets`` are the board's buckets from the
     first one up to (at least) the bucket holding the greatest bound.
 
-    Two reads become one when the entries between them (the buckets in between, and half
-    the last bucket's after its greatest bound, by their counts) number at most
-    ``merge_gap``: a query per shard costs a read unit at the least, so the caller passes
-    about what one more round of shard queries would waste in rounding."""
+    Two reads become one when the entries between them (the buckets in between, by their
+    counts, and the part of the last bucket read that lies past its greatest bound: about
+    its count over one more than the bounds in it) number at most ``merge_gap``: a query
+    per shard costs a read unit at the least, so the caller passes about what one more
+    round of shard queries would waste in rounding."""
     counted: list[int] = []
     within: list[int | None] = []
     starts: list[str] = []
     reads: list[tuple[str, str]] = []
     serves: list[int] = []
     spans: list[bool] = []
-    last_bucket = -1
+    last_bucket, in_last = -1, 0
     running, passed = 0, 0
     for bound in bounds:
         own = locate(buckets, bound)
@@ -272,24 +273,20 @@ def plan_counts(buckets: Sequence[Bucket], bounds: Sequence[str], merge_gap: int
             within.append(None)
             continue
         if reads and own == last_bucket:
-            pass  # the same bucket: the read reaches further
-        elif reads and _gap(buckets, last_bucket, own) <= merge_gap:
-            spans[-1] = True
+            in_last += 1  # the same bucket: the read reaches further
         else:
-            reads.append((buckets[own].lo, bound))
-            serves.append(0)
-            spans.append(False)
+            tail = buckets[last_bucket].count // (in_last + 1) if reads else 0
+            if reads and tail + sum(b.count for b in buckets[last_bucket + 1 : own]) <= merge_gap:
+                spans[-1] = True
+            else:
+                reads.append((buckets[own].lo, bound))
+                serves.append(0)
+                spans.append(False)
+            last_bucket, in_last = own, 1
         reads[-1] = (reads[-1][0], bound)  # the bounds are sorted
         serves[-1] += 1
-        last_bucket = own
         within.append(len(reads) - 1)
     return CountPlan(counted, reads, within, starts, serves, spans)
-
-
-def _gap(buckets: Sequence[Bucket], before: int, after: int) -> int:
-    """About how many entries lie between a read ending inside bucket ``before`` and one
-    starting at bucket ``after``."""
-    return buckets[before].count // 2 + sum(b.count for b in buckets[before + 1 : after])
 
 
 def cut(keys: Sequence[str], size: int = REBUILD_SIZE) -> list[tuple[str, int]]:

@@ -54,9 +54,15 @@ class Read:
         return keys.partitions(self.board.board_id, self.board.settings, self.period)
 
 
-class ReadService:
-    last_top_stats: TopStats | None = None  # what the last index read of ``top`` cost (the bench reads it)
+@dataclass(frozen=True)
+class TopRead:
+    """A page of the listing and what its read of the index cost (None: the head served it)."""
 
+    page: Page
+    stats: TopStats | None = None
+
+
+class ReadService:
     def __init__(
         self,
         boards: BoardService,
@@ -102,11 +108,23 @@ class ReadService:
         requested_period: str | None = None,
         consistent: bool = False,
     ) -> Page:
+        """A page of the listing (``top_read``)."""
+        return self.top_read(board_id, limit, cursor, with_data, requested_period, consistent).page
+
+    def top_read(
+        self,
+        board_id: str,
+        limit: int,
+        cursor: str | None,
+        with_data: bool,
+        requested_period: str | None = None,
+        consistent: bool = False,
+    ) -> TopRead:
         """A page of the listing. A first page of up to 100 entries comes from the board's
         head (kept by the stream, lagging writes by about a second) unless ``consistent``.
         Every other page, and a head that cannot answer, reads the index exactly, in as
         few keys as the head's hint allows. The head is read in the same BatchGetItem as
-        the board either way."""
+        the board either way; what the index read cost comes with the page."""
         read = self._read(board_id, requested_period, head=True)
         scope = f"{board_id}#{read.period}"  # a cursor continues the listing it came from
         after = cursors.decode(cursor, scope, SORT_KEY) if cursor is not None else None
@@ -114,11 +132,11 @@ class ReadService:
         if head is not None and not consistent and after is None:
             served = head.page(limit)
             if served is not None:
-                return self._page(read, scope, *served, with_data)
+                return TopRead(self._page(read, scope, *served, with_data))
         hint = head.hint(after, limit) if head is not None else None
         if after is None:
-            found, self.last_top_stats = top_keys(self.index, read.partitions, None, limit, hint)
-            return self._page(read, scope, found[:limit], len(found) > limit, with_data)
+            found, stats = top_keys(self.index, read.partitions, None, limit, hint)
+            return TopRead(self._page(read, scope, found[:limit], len(found) > limit, with_data), stats)
         # The page's place in the listing is counted now, alongside the page's own read:
         # the entries before the cursor (and, for shared ranks, those strictly better than
         # its score) as the board stands, not as it stood when the cursor was made.
@@ -130,12 +148,12 @@ class ReadService:
         bounds = [just_above(after)]
         if not order.earliest:
             bounds.insert(0, order.score_bound(cursor_score))
-        (found, self.last_top_stats), counts = together(
+        (found, stats), counts = together(
             lambda: top_keys(self.index, read.partitions, after, limit, hint),
             lambda: self._count(read, bounds, consistent=consistent),
         )
         before = Before(position=counts[-1], rank=counts[0], score=cursor_score)
-        return self._page(read, scope, found[:limit], len(found) > limit, with_data, before)
+        return TopRead(self._page(read, scope, found[:limit], len(found) > limit, with_data, before), stats)
 
     def _page(
         self,
