@@ -1,6 +1,7 @@
 """Cold start: what importing each function's handler costs, next to a bare ``import boto3``.
 
-Lambda imports ``app`` from the function's directory with the layer on ``sys.path``,
+Lambda imports ``app`` from the function's directory with the layer on ``sys.path``, and
+the first request builds the rooms of the domain the route uses (``first_request``),
 from files it cannot write to, so whatever ships as source alone is compiled at every
 cold start and nothing it compiles is kept. The runtime's own boto3 comes compiled. Each
 function and the layer are staged in a temporary directory like ``/var/task`` and
@@ -32,6 +33,7 @@ import json
 import os
 import py_compile
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -196,6 +198,20 @@ def stage(into: Path, bytecode: bool, layout: str = "source") -> Path:
     return layer
 
 
+ROOM = re.compile(r"services\(\)\.(\w+)|\b(notifier)\(\)")
+
+
+def first_request(name: str) -> str:
+    """What a cold start of the function runs before its first request reaches the
+    database: the handler's import, and the rooms of the domain its route builds on first
+    use (``podium.wiring``: each imports its modules then), found in the handler's source."""
+    source = (FUNCTIONS / name / "app.py").read_text()
+    rooms = sorted({room or "notifier" for room, notifier in ROOM.findall(source) if room or notifier})
+    built = [f"wiring.services().{room}" if room != "notifier" else "wiring.notifier()" for room in rooms]
+    touch = "\nfrom podium import wiring\n" + "\n".join(built) if built else ""
+    return "import app\napp.lambda_handler" + touch
+
+
 def environment(layer: Path, task: Path) -> dict[str, str]:
     keep = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "POWERTOOLS_"))}
     keep.pop("PYTHONPATH", None)
@@ -229,7 +245,7 @@ def measure(repeats: int = 15, bytecode: bool = False, layout: str = "auto") -> 
         targets = [BOTO3, *names]
         envs = {name: environment(layer, root / "task" / name) for name in names}
         envs[BOTO3] = environment(layer, root / "task")
-        statements = dict.fromkeys(names, "import app\napp.lambda_handler")
+        statements = {name: first_request(name) for name in names}
         statements[BOTO3] = "import boto3"
         cwd = {name: root / "task" / name for name in names}
         cwd[BOTO3] = root / "task"

@@ -371,15 +371,7 @@ def rebuild(ctx: Context, size: int, shards: int) -> None:
     if not ctx.capabilities["rebuild"]:
         return
     board_id = ctx.boards[shards]
-    method = getattr(ctx.service, "rebuild_rank_structures", None)
-    if method is None:
-        ctx.capabilities["rebuild"] = False
-        ctx.note(
-            "Services.rebuild_rank_structures() does not exist: the head item and the "
-            "score buckets were not built, so `head` and service rank ran on whatever the service "
-            "does without them."
-        )
-        return
+    method = ctx.service.maintenance.rebuild_rank_structures
     with ctx.recorder.window() as window:
         method(board_id)
     sample = Sample.of(window)

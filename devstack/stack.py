@@ -131,6 +131,11 @@ class Stack:
         # The functions run in this process: their boto3 clients find SNS and SQS through
         # AWS_ENDPOINT_URL_SNS / _SQS, and the topics and queues through these variables.
         os.environ.update(spec.environment(self.messaging.refs))
+        # The functions build their settings and services from that environment on first use;
+        # anything this process built before (a bench running the stack inside) is forgotten.
+        from podium import wiring
+
+        wiring.reset()
 
         streams_endpoint = (
             os.environ.get("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") or os.environ["AWS_ENDPOINT_URL_DYNAMODB"]

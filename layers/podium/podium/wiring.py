@@ -1,7 +1,9 @@
 """Wiring: builds the service's objects once per process (a Lambda instance keeps them
 between invocations) and hands each function what its route needs. Each piece is built on
 first use and imports only its own modules, so that a handler's cold start pays for its
-route alone. ``reset()`` forgets them all (tests that change the environment)."""
+route alone (the data-access package, and boto3 with it, is imported with the module, so
+that Lambda's init phase pays for it). ``reset()`` forgets them all (tests that change the
+environment)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from podium.boards import BoardService, Clock, system_clock
 from podium.config import settings
+from podium.dal import Database  # boto3 with it: in Lambda's init phase, not the first request
 
 if TYPE_CHECKING:
     from podium.maintenance import Maintenance
@@ -79,8 +82,6 @@ class Services:
 @cache
 def services() -> Services:
     """The process's services, on the table the environment names."""
-    from podium.dal import Database
-
     return Services(Database.connect(settings()))
 
 
