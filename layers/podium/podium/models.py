@@ -52,6 +52,8 @@ class BoardSettings:
 
 @dataclass(frozen=True)
 class Board:
+    """A board: its settings, title and when it was created."""
+
     board_id: str
     settings: BoardSettings
     title: str | None
@@ -194,6 +196,8 @@ class Rivals:
 
 @dataclass(frozen=True)
 class Member:
+    """A member of a board: the score of the period read, and the member's data."""
+
     board_id: str
     member_id: str
     score: Decimal | None  # None: no score in the period read (time-windowed boards)
@@ -223,6 +227,8 @@ class IndexEntry:
 
 @dataclass(frozen=True)
 class RankedEntry:
+    """One line of a ranked list: rank, member, score, and the data when asked for."""
+
     rank: int
     member_id: str
     score: Decimal
@@ -237,6 +243,8 @@ class RankedEntry:
 
 @dataclass(frozen=True)
 class Page:
+    """A page of a ranked list, the total it ranks among, and the cursor to the next page."""
+
     entries: list[RankedEntry]
     total: int
     next_cursor: str | None = None
@@ -264,6 +272,8 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class ScoreChange:
+    """A member's score change: the score, and the one it replaced."""
+
     member_id: str
     score: Decimal
     previous_score: Decimal | None  # None: the first score of a period
@@ -274,6 +284,8 @@ class ScoreChange:
 
 @dataclass
 class BoardList:
+    """A page of boards and the cursor to the next page."""
+
     boards: list[Board] = field(default_factory=list)
     next_cursor: str | None = None
 
