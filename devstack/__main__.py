@@ -87,6 +87,31 @@ def invoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def token(args: argparse.Namespace) -> int:
+    """Mint a token with the running ``make run``'s issuer (``POST /_local/token``)."""
+    import urllib.request
+
+    if not RUNNING.exists():
+        print("no local stack is running: start `make run` first", file=sys.stderr)
+        return 2
+    request: dict[str, object] = {"role": args.role, "expiresIn": args.expires_in}
+    if args.role == "player":
+        if not args.member:
+            print("a player token needs MEMBER=<memberId>", file=sys.stderr)
+            return 2
+        request["memberId"] = args.member
+    api = json.loads(RUNNING.read_text())["api"]
+    call = urllib.request.Request(  # noqa: S310 - the local stack's own http URL
+        f"{api}/_local/token",
+        data=json.dumps(request).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(call, timeout=10) as response:  # noqa: S310 - the local stack's own URL
+        print(json.loads(response.read())["token"])
+    return 0
+
+
 def _positive_seconds(text: str) -> float:
     try:
         seconds = float(text)
@@ -121,7 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     invoke_parser = commands.add_parser("invoke", help="invoke one function with an event file")
     invoke_parser.add_argument("function", help="the function's logical id, e.g. TopFunction")
     invoke_parser.add_argument("-e", "--event", required=True, help="the event file, e.g. events/top.json")
+    token_parser = commands.add_parser("token", help="print a token from the running stack's issuer")
+    token_parser.add_argument("--role", choices=("admin", "player"), default="admin")
+    token_parser.add_argument("--member", help="the player's memberId (role player)")
+    token_parser.add_argument("--expires-in", type=int, default=3600, help="seconds (default 3600)")
     args = parser.parse_args(argv)
+    if args.command == "token":
+        return token(args)
     return invoke(args) if args.command == "invoke" else run(args)
 
 

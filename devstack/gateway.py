@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -16,9 +17,14 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from devstack.functions import FunctionPool
-from devstack.template import Route
+from devstack.issuer import PREFIX as ISSUER_PREFIX
+from devstack.issuer import LocalIssuer
+from devstack.template import Authorizer, Route
 
 STAGE = "local"
+
+
+Answer = tuple[int, dict[str, str], bytes]
 
 
 def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
@@ -79,9 +85,102 @@ def pause_consumer(
     return 200, {"Content-Type": "application/json"}, json.dumps({"paused": paused}).encode()
 
 
+class EdgeAuth:
+    """API Gateway's Lambda REQUEST authorizers, as template.yaml configures them: a request
+    without the identity headers is 401 before any function runs; else the authorizer is
+    invoked (its answer cached per identity for ReauthorizeEvery seconds), an exception
+    "Unauthorized" is 401, a policy that does not allow the method ARN is 403, and what
+    it allows reaches the function as ``requestContext.authorizer``. The bodies are the
+    template's GatewayResponses."""
+
+    def __init__(
+        self, authorizers: Mapping[str, Authorizer], responses: Mapping[str, tuple[int, str]]
+    ) -> None:
+        self.authorizers = dict(authorizers)
+        self.responses = dict(responses)
+        self.pools = {
+            name: FunctionPool(spec.function, spec.code_dir, spec.handler)
+            for name, spec in authorizers.items()
+        }
+        self._cache: dict[tuple[str, tuple[str, ...]], tuple[float, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def gateway_response(self, kind: str, method: str, path: str) -> Answer:
+        status, body = self.responses.get(kind, (500, '{"code": "InternalError", "message": "' + kind + '"}'))
+        body = body.replace("$context.httpMethod", method).replace("$context.path", path)
+        return status, {"Content-Type": "application/json"}, body.encode()
+
+    def check(
+        self, route: Route, method: str, path: str, headers: Mapping[str, str]
+    ) -> tuple[dict[str, Any] | None, Answer | None]:
+        """The authorizer's context for the function, or the gateway's refusal."""
+        assert route.authorizer is not None
+        spec = self.authorizers[route.authorizer]
+        lowered = {name.lower(): value for name, value in headers.items()}
+        identity = tuple(lowered.get(name.lower(), "") for name in spec.identity_headers)
+        if not all(identity):
+            return None, self.gateway_response("UNAUTHORIZED", method, path)
+        method_arn = f"arn:aws:execute-api:us-east-1:000000000000:local/{STAGE}/{method}{path}"
+        answer = self._cached(spec.name, identity)
+        if answer is None:
+            event = {
+                "type": "REQUEST",
+                "methodArn": method_arn,
+                "resource": route.path,
+                "path": path,
+                "httpMethod": method,
+                "headers": dict(headers),
+                "multiValueHeaders": {name: [value] for name, value in headers.items()},
+                "requestContext": {"stage": STAGE, "httpMethod": method, "resourcePath": route.path},
+            }
+            try:
+                answer = self.pools[spec.name].invoke(event)
+            except Exception as error:  # as API Gateway: "Unauthorized" is 401, anything else 500
+                kind = "UNAUTHORIZED" if str(error) == "Unauthorized" else "AUTHORIZER_FAILURE"
+                return None, self.gateway_response(kind, method, path)
+            if spec.ttl_seconds > 0:
+                with self._lock:
+                    self._cache[(spec.name, identity)] = (time.monotonic() + spec.ttl_seconds, answer)
+        if not allows(answer.get("policyDocument") or {}, method_arn):
+            return None, self.gateway_response("ACCESS_DENIED", method, path)
+        return {**(answer.get("context") or {}), "principalId": answer.get("principalId")}, None
+
+    def _cached(self, name: str, identity: tuple[str, ...]) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._cache.get((name, identity))
+            if found is None or found[0] < time.monotonic():
+                return None
+            return found[1]
+
+
+def _arn_matches(pattern: str, arn: str) -> bool:
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, arn) is not None
+
+
+def allows(policy: Mapping[str, Any], method_arn: str) -> bool:
+    """IAM's evaluation, as far as an authorizer's policy goes: an explicit Deny wins, else
+    some Allow statement must name the method ARN (``*`` and ``?`` as wildcards)."""
+    verdicts = set()
+    for statement in policy.get("Statement") or []:
+        resources = statement.get("Resource") or []
+        resources = [resources] if isinstance(resources, str) else resources
+        if any(_arn_matches(str(resource), method_arn) for resource in resources):
+            verdicts.add(statement.get("Effect"))
+    return "Allow" in verdicts and "Deny" not in verdicts
+
+
 class Gateway:
-    def __init__(self, routes: list[Route], consumers: Mapping[str, Pausable] | None = None) -> None:
+    def __init__(
+        self,
+        routes: list[Route],
+        consumers: Mapping[str, Pausable] | None = None,
+        edge: EdgeAuth | None = None,
+        issuer: LocalIssuer | None = None,
+    ) -> None:
         self.routes = routes
+        self.edge = edge
+        self.issuer = issuer
         self.clock: ControllableClock | None = None
         self.consumers = consumers if os.environ.get(TEST_CONTROLS) == "1" else None
         if os.environ.get(TEST_CONTROLS) == "1":
@@ -158,11 +257,20 @@ class Gateway:
             return self.clock.handle(method, body)
         if self.consumers is not None and path.startswith(STREAMS_PATH):
             return pause_consumer(self.consumers, unquote(path[len(STREAMS_PATH) :]), method, body)
+        if self.issuer is not None and path.startswith(ISSUER_PREFIX):
+            answer = self.issuer.handle(method, path, body)
+            if answer is not None:
+                return answer
         found = self.match(method, path)
         if found is None:
             return _error(404, "NotFound", f"no route for {method} {path}")
         route, params = found
         event = self.proxy_event(route, method, path, params, split.query, headers, body, source_ip)
+        if self.edge is not None and route.authorizer is not None:
+            context, refusal = self.edge.check(route, method, path, headers)
+            if refusal is not None:
+                return refusal
+            event["requestContext"]["authorizer"] = context
         try:
             result = self.pools[route.function].invoke(event)
         except Exception as error:  # the function crashed: API Gateway answers 502

@@ -14,7 +14,8 @@ from typing import Any
 
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal
-from devstack.gateway import ApiServer, Gateway
+from devstack.gateway import TEST_CONTROLS, ApiServer, EdgeAuth, Gateway
+from devstack.issuer import LocalIssuer
 from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, Messaging, MotoServer, create_messaging, endpoints
 from devstack.schedules import ScheduleTimer
 from devstack.streams import FailureDestination, StreamPoller
@@ -24,6 +25,7 @@ STATE = ROOT / ".devstack"
 RUNNING = STATE / "running.json"  # where `python -m devstack invoke` finds a running stack
 
 log = logging.getLogger("devstack")
+AUTH_SWITCH = "PODIUM_AUTH"
 
 LOCAL_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "local",
@@ -85,6 +87,9 @@ class Stack:
     deliver_twice: bool = False
     schedule_seconds: float | None = None  # replaces every schedule's period (tests use it)
     announce: bool = True  # write .devstack/running.json for `invoke` (not for a stack inside the bench)
+    # Tokens checked as in AWS, against the stack's own issuer; PODIUM_AUTH=off: every caller is an admin.
+    auth: bool = field(default_factory=lambda: os.environ.get(AUTH_SWITCH, "on").strip().lower() != "off")
+    issuer: LocalIssuer | None = None
     dynamodb: DynamoDBLocal | None = None
     moto: MotoServer | None = None
     messaging: Messaging | None = None
@@ -128,9 +133,17 @@ class Stack:
 
         sns_endpoint, sqs_endpoint = self._start_messaging()
         self.messaging = create_messaging(spec, sns_endpoint, sqs_endpoint)
+        # The API's port is bound first: the issuer's URL (its tokens' iss, its JWKS) is on it.
+        gateway = Gateway(spec.routes())
+        self.api = ApiServer(gateway, self.host, self.port, self.verbose)
+        self.issuer = gateway.issuer = LocalIssuer(self.url)
+        if self.auth:
+            gateway.edge = EdgeAuth(spec.authorizers(), spec.gateway_responses())
         # The functions run in this process: their boto3 clients find SNS and SQS through
-        # AWS_ENDPOINT_URL_SNS / _SQS, and the topics and queues through these variables.
-        os.environ.update(spec.environment(self.messaging.refs))
+        # AWS_ENDPOINT_URL_SNS / _SQS, the topics and queues through these variables, and
+        # the issuer whose tokens they accept through AUTH_*.
+        os.environ.update(spec.environment(self.messaging.refs, overrides=self.issuer.environment))
+        os.environ[AUTH_SWITCH] = "on" if self.auth else "off"
         # The functions build their settings and services from that environment on first use;
         # anything this process built before (a bench running the stack inside) is forgotten.
         from podium import wiring
@@ -155,8 +168,8 @@ class Stack:
             poller.start()
             self.pollers.append(poller)
 
-        consumers = {poller.consumer.function: poller for poller in self.pollers}
-        self.api = ApiServer(Gateway(spec.routes(), consumers), self.host, self.port, self.verbose)
+        if os.environ.get(TEST_CONTROLS) == "1":
+            gateway.consumers = {poller.consumer.function: poller for poller in self.pollers}
         self.api.start()
         for schedule in spec.schedules():
             if schedule.enabled:
@@ -172,6 +185,7 @@ class Stack:
                     "dynamodb": os.environ["AWS_ENDPOINT_URL_DYNAMODB"],
                     "tablePrefix": self.table_prefix,
                     "api": self.url,
+                    "auth": self.auth,
                     "sns": self.messaging.sns_endpoint,
                     "sqs": self.messaging.sqs_endpoint,
                     "topics": self.messaging.topics,
@@ -209,8 +223,17 @@ class Stack:
 def serve_forever(stack: Stack) -> None:
     stack.start()
     print(f"Podium API on {stack.url}  (Ctrl-C stops everything)", flush=True)
+    if stack.auth:
+        print(
+            f"Tokens required: `make token ROLE=admin` (or POST {stack.url}/_local/token); "
+            "PODIUM_AUTH=off make run turns the checks off",
+            flush=True,
+        )
+    else:
+        print("PODIUM_AUTH=off: no token needed, every caller is an admin", flush=True)
     for route in template_module.read(stack.table_prefix).routes():
-        print(f"  {route.method:6} {route.path}  -> {route.function}", flush=True)
+        guard = "token" if route.authorizer else "token, or none on a publicRead board"
+        print(f"  {route.method:6} {route.path}  -> {route.function}  ({guard})", flush=True)
     for timer in stack.timers:
         print(f"  {timer}  -> {timer.schedule.function}", flush=True)
     if stack.messaging is not None:

@@ -81,11 +81,26 @@ class Route:
     function: str
     code_dir: Path
     handler: str
+    authorizer: str | None = None  # the API's authorizer that guards it; None: no token needed
 
     @property
     def pattern(self) -> re.Pattern[str]:
         regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.path))
         return re.compile(f"^{regex}/?$")
+
+
+@dataclass(frozen=True)
+class Authorizer:
+    """A Lambda REQUEST authorizer of the API: its function, the headers that identify a
+    caller (a request without them is refused with 401 before it is called), and how long
+    API Gateway caches its answer per identity."""
+
+    name: str
+    function: str
+    code_dir: Path
+    handler: str
+    identity_headers: tuple[str, ...]
+    ttl_seconds: int
 
 
 @dataclass(frozen=True)
@@ -171,6 +186,8 @@ class Template:
                     continue
                 code_dir, handler = self._code(properties)
                 event_properties = event["Properties"]
+                default = self._api_auth(event_properties).get("DefaultAuthorizer")
+                chosen = (event_properties.get("Auth") or {}).get("Authorizer", default)
                 routes.append(
                     Route(
                         method=str(event_properties["Method"]).upper(),
@@ -178,9 +195,52 @@ class Template:
                         function=name,
                         code_dir=code_dir,
                         handler=handler,
+                        authorizer=None if chosen in (None, "NONE") else str(chosen),
                     )
                 )
         return routes
+
+    def _api_auth(self, event_properties: dict[str, Any]) -> dict[str, Any]:
+        """The ``Auth`` of the API a route belongs to (its ``RestApiId``)."""
+        api = event_properties.get("RestApiId")
+        api_name = api.value if isinstance(api, _Tag) else None
+        resource = self.resources.get(str(api_name), {}) if api_name else {}
+        return dict(resource.get("Properties", {}).get("Auth") or {})
+
+    def authorizers(self) -> dict[str, Authorizer]:
+        """Every Lambda authorizer of the template's APIs, by name."""
+        found = {}
+        functions = self._functions()
+        for resource in self.resources.values():
+            if resource.get("Type") != "AWS::Serverless::Api":
+                continue
+            for name, spec in (
+                (resource.get("Properties", {}).get("Auth") or {}).get("Authorizers") or {}
+            ).items():
+                arn = spec["FunctionArn"]
+                function = arn.value.split(".")[0] if isinstance(arn, _Tag) else str(arn)
+                identity = spec.get("Identity") or {}
+                code_dir, handler = self._code(functions[function])
+                found[name] = Authorizer(
+                    name=name,
+                    function=function,
+                    code_dir=code_dir,
+                    handler=handler,
+                    identity_headers=tuple(identity.get("Headers") or ()),
+                    ttl_seconds=int(identity.get("ReauthorizeEvery", 300)),
+                )
+        return found
+
+    def gateway_responses(self) -> dict[str, tuple[int, str]]:
+        """The status and JSON body template of each gateway response the APIs define."""
+        found = {}
+        for resource in self.resources.values():
+            if resource.get("Type") != "AWS::Serverless::Api":
+                continue
+            for kind, spec in (resource.get("Properties", {}).get("GatewayResponses") or {}).items():
+                body = (spec.get("ResponseTemplates") or {}).get("application/json", "")
+                found[kind] = (int(spec.get("StatusCode", 500)), str(body))
+        return found
 
     def stream_consumers(self) -> list[StreamConsumer]:
         consumers = []
@@ -346,7 +406,10 @@ class Template:
         return requests
 
     def environment(
-        self, refs: Mapping[str, str] | None = None, unresolved: Literal["raise", "omit"] = "raise"
+        self,
+        refs: Mapping[str, str] | None = None,
+        unresolved: Literal["raise", "omit"] = "raise",
+        overrides: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """The functions' environment. ``!Ref`` to a table resolves to its local name; to a
         topic or a queue, to what ``refs`` gives for its logical id: the ARN of the topic
@@ -362,7 +425,11 @@ class Template:
         resolved = {}
         missing = []
         for key, value in variables.items():
-            if isinstance(value, _Tag) and value.tag == "Ref":
+            if overrides and key in overrides:  # what the local stack sets itself (its issuer)
+                resolved[key] = overrides[key]
+            elif isinstance(value, _Tag) and value.tag == "If":
+                missing.append(f"{key} ({value!r})")  # resources the local stack does not make
+            elif isinstance(value, _Tag) and value.tag == "Ref":
                 if value.value in refs:
                     resolved[key] = refs[value.value]
                 elif value.value in messaging:
@@ -377,7 +444,8 @@ class Template:
                 resolved[key] = str(value)
         if missing and unresolved == "raise":
             raise UnresolvedReference(
-                f"the local stack has no topic or queue for {', '.join(missing)}: create them first"
+                f"the local stack cannot resolve {', '.join(missing)}: "
+                "start it first (it makes its topics, queues and token issuer)"
             )
         return resolved
 

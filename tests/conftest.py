@@ -149,7 +149,7 @@ def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLa
     line: ``with launch_stack("--schedule-seconds", "2", name="snapshots") as other:``."""
 
     @contextmanager
-    def launch(*extra_args: str, name: str = "stack") -> Iterator[LocalStack]:
+    def launch(*extra_args: str, name: str = "stack", auth: bool = False) -> Iterator[LocalStack]:
         log_path = ROOT / ".devstack" / f"test-{name}-{WORKER}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         sqs_endpoint = EXTERNAL_SQS or aws_messaging_endpoint
@@ -160,6 +160,9 @@ def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLa
             SQS_ENDPOINT: sqs_endpoint,
             "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
             "DEVSTACK_TEST_CONTROLS": "1",
+            # Checks on only where a test is about them (``auth_stack``): every other test
+            # calls as an admin, which is what PODIUM_AUTH=off makes every caller.
+            "PODIUM_AUTH": "on" if auth else "off",
         }
         table_prefix = f"e2e{uuid.uuid4().hex[:8]}-"
         server = LocalServer.launch(
@@ -197,6 +200,14 @@ def stack(launch_stack: StackLauncher) -> Iterator[LocalStack]:
     """The local stack that the e2e tests share. Its schedules keep the template's rates:
     tests that need one to run often start a stack of their own (``launch_stack``)."""
     with launch_stack() as local:
+        yield local
+
+
+@pytest.fixture(scope="session")
+def auth_stack(launch_stack: StackLauncher) -> Iterator[LocalStack]:
+    """A local stack that checks tokens, as ``make run`` does: tokens come from its own
+    issuer (``POST /_local/token``)."""
+    with launch_stack(name="auth", auth=True) as local:
         yield local
 
 

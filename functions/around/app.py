@@ -1,6 +1,7 @@
 """GET /boards/{boardId}/members/{memberId}/around: the entries around a member."""
 
 from podium import http, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -10,6 +11,7 @@ app = http.create_app()
 @app.get("/boards/<boardId>/members/<memberId>/around")
 def around(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
+    http.authorize(app, Route.AROUND, board_id)
     params = http.query(app)
     radius = validation.query_int(params, "radius", 5, 0, validation.MAX_RADIUS)
     page = services().reads.around(board_id, member_id, radius, params.get("period"))

@@ -1,6 +1,7 @@
 """DELETE /boards/{boardId}/members/{memberId}: the member leaves every ranking."""
 
 from podium import http
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -9,7 +10,9 @@ app = http.create_app()
 
 @app.delete("/boards/<boardId>/members/<memberId>")
 def delete_member(boardId: str, memberId: str) -> Response:
-    services().members.delete_member(http.path_board(app, boardId), http.path_member(app, memberId))
+    board_id, member_id = http.path_board_and_member(app, boardId, memberId)
+    http.authorize(app, Route.DELETE_MEMBER)
+    services().members.delete_member(board_id, member_id)
     return http.no_content()
 
 

@@ -1,6 +1,7 @@
 """GET /boards/{boardId}: one board."""
 
 from podium import http
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -9,7 +10,9 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>")
 def get_board(boardId: str) -> Response:
-    board = services().boards.get_board(http.path_board(app, boardId))
+    board_id = http.path_board(app, boardId)
+    http.authorize(app, Route.GET_BOARD, board_id)
+    board = services().boards.get_board(board_id)
     return http.json_response(200, board.to_json())
 
 

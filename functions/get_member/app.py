@@ -2,6 +2,7 @@
 logged since the last fold."""
 
 from podium import http, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -11,6 +12,7 @@ app = http.create_app()
 @app.get("/boards/<boardId>/members/<memberId>")
 def get_member(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
+    http.authorize(app, Route.GET_MEMBER)
     params = http.query(app)
     period = params.get("period")
     if validation.query_bool(params, "fresh"):

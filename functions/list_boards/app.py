@@ -1,6 +1,7 @@
 """GET /boards: every board, a page at a time."""
 
 from podium import http, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -9,6 +10,7 @@ app = http.create_app()
 
 @app.get("/boards")
 def list_boards() -> Response:
+    http.authorize(app, Route.LIST_BOARDS)
     params = http.query(app)
     limit = validation.query_int(params, "limit", 50, 1, 100)
     page = services().boards.list_boards(limit, params.get("cursor"))

@@ -1,6 +1,7 @@
 """GET /boards/{boardId}/snapshots: the board's scheduled snapshots, newest first."""
 
 from podium import http, snapshots, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -10,6 +11,7 @@ app = http.create_app()
 @app.get("/boards/<boardId>/snapshots")
 def list_snapshots(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
+    http.authorize(app, Route.SNAPSHOTS, board_id)
     params = http.query(app)
     limit = validation.query_int(params, "limit", snapshots.DEFAULT_LIST_LIMIT, 1, snapshots.MAX_LIST_LIMIT)
     found, next_cursor = snapshots.list_snapshots(services(), board_id, limit, params.get("cursor"))

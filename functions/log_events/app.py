@@ -1,6 +1,7 @@
 """POST /boards/{boardId}/events: log hot-counter events (inserts only), folded within seconds."""
 
 from podium import http, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -11,7 +12,11 @@ app = http.create_app()
 def log_events(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     requests = validation.events_request(http.body(app, required=True))
-    return http.json_response(202, {"accepted": services().members.log_events(board_id, requests)})
+    policy = services().boards.policy(board_id)  # the board's limits, and who may write
+    members = [request.member_id for request in requests]
+    http.authorize(app, Route.LOG_EVENTS, board_id, policy=policy, members=members)
+    accepted = services().members.log_events(board_id, requests, policy.limits if policy else None)
+    return http.json_response(202, {"accepted": accepted})
 
 
 lambda_handler = http.entrypoint(app)

@@ -1,6 +1,7 @@
 """GET /boards/{boardId}/members/{memberId}/notifications: the member's inbox, newest first."""
 
 from podium import http, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -10,6 +11,7 @@ app = http.create_app()
 @app.get("/boards/<boardId>/members/<memberId>/notifications")
 def notifications(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
+    http.authorize(app, Route.NOTIFICATIONS, members=[member_id])
     params = http.query(app)
     limit = validation.query_int(params, "limit", 20, 1, validation.MAX_NOTIFICATIONS_LIMIT)
     found, next_cursor = services().social.notifications(board_id, member_id, limit, params.get("cursor"))

@@ -1,6 +1,7 @@
 """PUT /boards/{boardId}/members/{memberId}/rivals: the members this member follows."""
 
 from podium import http, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -11,6 +12,7 @@ app = http.create_app()
 def put_rivals(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     rivals = validation.rivals(http.body(app, required=True))
+    http.authorize(app, Route.PUT_RIVALS, members=[member_id])
     return http.json_response(200, {"memberIds": services().social.put_rivals(board_id, member_id, rivals)})
 
 

@@ -1,6 +1,7 @@
 """GET /boards/{boardId}/members/{memberId}/rank: one member's position."""
 
 from podium import http, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -12,6 +13,7 @@ def rank(boardId: str, memberId: str) -> Response:
     params = http.query(app)
     consistent = validation.query_bool(params, "consistent")  # count the index, not the buckets
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
+    http.authorize(app, Route.RANK, board_id)
     answer = services().reads.rank(board_id, member_id, params.get("period"), consistent=consistent)
     return http.json_response(200, answer)
 

@@ -5,6 +5,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from podium import http, numbers, validation
+from podium.access import Route
 from podium.dal import idempotency
 from podium.http import Response
 from podium.log import metrics
@@ -17,9 +18,13 @@ app = http.create_app()
 def submit_score(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     value = validation.score_value(http.body(app, required=True))
+    policy = services().boards.policy(board_id)  # the board's limits, and who may write
+    http.authorize(app, Route.SUBMIT_SCORE, board_id, policy=policy, members=[member_id])
 
     def apply() -> dict[str, Any]:
-        change = services().members.submit_score(board_id, member_id, value)
+        change = services().members.submit_score(
+            board_id, member_id, value, policy.limits if policy else None
+        )
         metrics.add_metric(name="ScoreSubmitted", unit=MetricUnit.Count, value=1)
         return {"status": 200, "body": numbers.dumps(change.to_json())}
 

@@ -1,6 +1,7 @@
 """GET /boards/{boardId}/top: the leaderboard, a page at a time."""
 
 from podium import http, validation
+from podium.access import Route
 from podium.http import Response
 from podium.wiring import services
 
@@ -10,6 +11,7 @@ app = http.create_app()
 @app.get("/boards/<boardId>/top")
 def top(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
+    http.authorize(app, Route.TOP, board_id)
     params = http.query(app)
     limit = validation.query_int(params, "limit", 10, 1, validation.MAX_TOP_LIMIT)
     with_data = validation.query_bool(params, "withData")

@@ -21,7 +21,19 @@ pytestmark = pytest.mark.e2e
 
 TIMEOUT = 30
 ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
-BOARD_FIELDS = {"boardId", "order", "operator", "tieBreak", "shards", "title", "memberCount", "createdAt"}
+BOARD_FIELDS = {
+    "boardId",
+    "order",
+    "operator",
+    "tieBreak",
+    "shards",
+    "title",
+    "memberCount",
+    "clientWrites",
+    "publicRead",
+    "limits",
+    "createdAt",
+}
 MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "createdAt", "updatedAt"}
 
 IMAGES = IMAGE_VIEWS
@@ -1246,7 +1258,13 @@ def test_images_rank(stack_url: str) -> None:
 
     # Then it is 4th of 6
     assert response.status_code == 200, response.text
-    assert response.json() == {"memberId": "img-001.jpg", "score": 27, "rank": 4, "total": 6}
+    assert response.json() == {
+        "memberId": "img-001.jpg",
+        "score": 27,
+        "rank": 4,
+        "total": 6,
+        "topPercent": 66.67,
+    }
 
 
 def test_rank_of_a_missing_member_is_404(stack_url: str) -> None:

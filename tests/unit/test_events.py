@@ -30,7 +30,19 @@ EVENTS_DIR = ROOT / "events"
 BOARD_ID = "images"
 SCORES = IMAGE_VIEWS  # the image example of the references, owned by ana
 DATA = {"owner": "ana"}
-BOARD_FIELDS = {"boardId", "order", "operator", "tieBreak", "shards", "title", "memberCount", "createdAt"}
+BOARD_FIELDS = {
+    "boardId",
+    "order",
+    "operator",
+    "tieBreak",
+    "shards",
+    "title",
+    "memberCount",
+    "clientWrites",
+    "publicRead",
+    "limits",
+    "createdAt",
+}
 MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "createdAt", "updatedAt"}
 
 Invoke = Callable[..., Any]
@@ -59,6 +71,10 @@ def _template_functions() -> dict[str, TemplateFunction]:
     for schedule in spec.schedules():
         functions[schedule.code_dir.name] = TemplateFunction(
             schedule.function, schedule.code_dir, schedule.handler
+        )
+    for authorizer in spec.authorizers().values():
+        functions[authorizer.code_dir.name] = TemplateFunction(
+            authorizer.function, authorizer.code_dir, authorizer.handler
         )
     return functions
 
@@ -188,6 +204,30 @@ def test_api_event_is_a_rest_proxy_event_for_its_route(name: str) -> None:
     assert {k: [v] for k, v in query.items()} == (event["multiValueQueryStringParameters"] or {})
     if event["body"] is not None:
         assert isinstance(json.loads(event["body"]), dict)
+    # behind the edge authorizer, the event carries what it answered (an admin's token here);
+    # a route without one (publicRead reads) gets no authorizer context from API Gateway
+    if route.authorizer:
+        assert context["authorizer"]["role"] == "admin"
+    else:
+        assert "authorizer" not in context
+
+
+def test_the_authorizer_refuses_the_sample_token_it_cannot_verify(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the authorizer's sample event, whose token is signed by no key an issuer publishes
+    monkeypatch.setenv("AUTH_ISSUER", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_sample")
+    monkeypatch.setenv("AUTH_AUDIENCE", "sample-client")
+    monkeypatch.setenv("AUTH_JWKS_URL", "http://127.0.0.1:9/jwks.json")  # nothing listens there
+    _clear_singletons()
+    function = FUNCTIONS["authorizer"]
+    handler = load_handler(
+        f"podium_event_test_authorizer_{uuid.uuid4().hex[:8]}", function.code_dir, function.handler
+    )
+
+    # When API Gateway invokes the authorizer with it
+    # Then it raises "Unauthorized", which API Gateway answers with 401
+    with pytest.raises(Exception, match=r"^Unauthorized$"):
+        handler(load_event("authorizer"), LambdaContext(function.logical_id))
+    _clear_singletons()
 
 
 def test_stream_events_pass_their_consumers_filters() -> None:
@@ -369,7 +409,7 @@ def test_rank(invoke: Invoke, images: None) -> None:
     # Then three images are better
     assert response["statusCode"] == 200, response["body"]
     body = decimal_body(response)
-    assert set(body) == {"memberId", "score", "rank", "total"}
+    assert set(body) == {"memberId", "score", "rank", "total", "topPercent"}
     assert (body["memberId"], body["score"], body["rank"]) == ("img-001.jpg", Decimal(27), 4)
 
 
@@ -481,8 +521,14 @@ def test_list_snapshots_names_the_bad_parameter_and_the_missing_board(invoke: In
         assert error["code"] == "ValidationError"
         assert name in error["message"]
 
-    # A board that does not exist is a 404
-    missing = invoke("list_snapshots", _with_query("list_snapshots", {}, board_id="no-such-board"))
+    # A board that does not exist is a 404, to a caller with a token (the sample event has
+    # none: this route serves a publicRead board to anyone, and an anonymous caller is told
+    # 401 about a board that is not, or is not there)
+    anonymous = invoke("list_snapshots", _with_query("list_snapshots", {}, board_id="no-such-board"))
+    assert anonymous["statusCode"] == 401, anonymous["body"]
+    as_admin = _with_query("list_snapshots", {}, board_id="no-such-board")
+    as_admin["requestContext"]["authorizer"] = load_event("get_member")["requestContext"]["authorizer"]
+    missing = invoke("list_snapshots", as_admin)
     assert missing["statusCode"] == 404, missing["body"]
     assert decimal_body(missing)["code"] == "NotFound"
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from podium import clock as clock_module
 from podium import cursors, periods
 from podium.errors import Conflict, NotFound, ValidationError
-from podium.models import Board, BoardList, BoardSettings
+from podium.models import Board, BoardList, BoardPolicy, BoardSettings
 from podium.periods import ALL_TIME
 from podium.ports import BoardStore
 from podium.validation import BOARD_ID, BoardRequest
@@ -41,7 +41,8 @@ class BoardService:
                 # Targets must exist first; as settings never change, no cycle can form.
                 if self.boards.get_board(target, consistent=True) is None:
                     raise ValidationError(f"rollupTo target {target} does not exist: create it first")
-            board = Board(board_id, request.settings, request.title, self.clock())
+            policy = request.policy(BoardPolicy())
+            board = Board(board_id, request.settings, request.title, self.clock(), policy=policy)
             if self.boards.create_board(board, ALL_TIME):
                 return self._current(board), True
             existing = self.boards.get_board(board_id, consistent=True)
@@ -52,9 +53,11 @@ class BoardService:
                 f"board {board_id} exists with different settings: {', '.join(differing)} "
                 "cannot change after creation"
             )
-        if request.title is not None and request.title != existing.title:
-            self.boards.set_board_title(board_id, request.title)
-            existing = replace(existing, title=request.title)
+        title = request.title if request.title is not None else existing.title
+        policy = request.policy(existing.policy)
+        if title != existing.title or policy != existing.policy:
+            self.boards.update_board(board_id, request.title, policy)
+            existing = replace(existing, title=title, policy=policy)
         return self._current(existing), False
 
     def get_board(self, board_id: str) -> Board:
@@ -70,6 +73,12 @@ class BoardService:
             boards=[self._current(board) for board in boards],
             next_cursor=cursors.encode(CATALOG_SCOPE, last) if last is not None else None,
         )
+
+    def policy(self, board_id: str) -> BoardPolicy | None:
+        """A board's policy as it is now (it may change at any time: never cached); None
+        when the board does not exist."""
+        board = self.boards.get_board(board_id)
+        return board.policy if board is not None else None
 
     def settings(self, board_id: str) -> BoardSettings:
         """A board's fixed settings; cached, since they never change once created."""

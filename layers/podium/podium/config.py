@@ -26,6 +26,12 @@ class Settings:
     # takes one round trip, not one per wave of threads.
     shard_query_concurrency: int = DEFAULT_SHARD_QUERY_CONCURRENCY
     snapshot_retention_days: int = DEFAULT_SNAPSHOT_RETENTION_DAYS
+    # Who may call: PODIUM_AUTH=off (the local stack only) makes every caller an admin.
+    auth_enabled: bool = True
+    auth_issuer_url: str = ""
+    auth_audiences: tuple[str, ...] = ()
+    auth_member_claim: str = "sub"
+    auth_jwks_url: str = ""  # empty: the issuer's OpenID configuration names it
 
     def __post_init__(self) -> None:
         if not 1 <= self.shard_query_concurrency <= 1000:
@@ -50,6 +56,10 @@ class Settings:
     def notification_topic(self) -> str:
         return _required(self.notification_topic_arn, "NOTIFICATION_TOPIC_ARN", "notifications would be lost")
 
+    @property
+    def auth_issuer(self) -> str:
+        return _required(self.auth_issuer_url, "AUTH_ISSUER", "no token can be checked")
+
     @classmethod
     def from_environment(cls) -> Settings:
         return cls(
@@ -59,6 +69,13 @@ class Settings:
             notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN", ""),
             shard_query_concurrency=_integer("SHARD_QUERY_CONCURRENCY", DEFAULT_SHARD_QUERY_CONCURRENCY),
             snapshot_retention_days=_integer("SNAPSHOT_RETENTION_DAYS", DEFAULT_SNAPSHOT_RETENTION_DAYS),
+            auth_enabled=_switch("PODIUM_AUTH"),
+            auth_issuer_url=os.environ.get("AUTH_ISSUER", "").rstrip("/"),
+            auth_audiences=tuple(
+                a.strip() for a in os.environ.get("AUTH_AUDIENCE", "").split(",") if a.strip()
+            ),
+            auth_member_claim=os.environ.get("AUTH_MEMBER_CLAIM") or "sub",
+            auth_jwks_url=os.environ.get("AUTH_JWKS_URL", ""),
         )
 
 
@@ -76,6 +93,13 @@ def _integer(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
+
+
+def _switch(name: str) -> bool:
+    raw = os.environ.get(name, "on").strip().lower()
+    if raw not in ("on", "off"):
+        raise ValueError(f"{name} must be on or off, not {raw!r}")
+    return raw == "on"
 
 
 @cache

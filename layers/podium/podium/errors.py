@@ -17,6 +17,16 @@ class ValidationError(PodiumError):
     code = "ValidationError"
 
 
+class Unauthorized(PodiumError):
+    status = 401
+    code = "Unauthorized"
+
+
+class Forbidden(PodiumError):
+    status = 403
+    code = "Forbidden"
+
+
 class NotFound(PodiumError):
     status = 404
     code = "NotFound"
@@ -35,6 +45,18 @@ class PayloadTooLarge(PodiumError):
 class Throttled(PodiumError):
     status = 429
     code = "Throttled"
+
+
+class RateLimited(PodiumError):
+    """A member submitted more often than its board's limits allow; ``retry_after`` is
+    the whole seconds until the next clock minute, when it may submit again."""
+
+    status = 429
+    code = "RateLimited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 # What a conditional write to the database can come back with: the data-access layer

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from podium import numbers, validation
-from podium.errors import PodiumError
+from podium.errors import PodiumError, RateLimited
 from podium.log import logger, metrics
+
+if TYPE_CHECKING:
+    from podium.access import Caller, Route
+    from podium.models import BoardPolicy
 
 JSON = "application/json"
 
@@ -102,6 +106,12 @@ class ProxyEvent:
     def path_parameters(self) -> dict[str, str]:
         """As API Gateway sends them; a route's keyword arguments come from ``path``."""
         return dict(self.raw_event.get("pathParameters") or {})
+
+    @property
+    def authorizer(self) -> dict[str, Any] | None:
+        """What the edge authorizer answered about the caller (``requestContext.authorizer``)."""
+        found = (self.raw_event.get("requestContext") or {}).get("authorizer")
+        return dict(found) if found else None
 
     @property
     def is_base64_encoded(self) -> bool:
@@ -196,7 +206,10 @@ def answer_error(error: Exception) -> Response:
     if isinstance(error, PodiumError):
         if error.status >= 500:
             logger.exception("request failed")
-        return error_response(error.status, error.code, error.message)
+        response = error_response(error.status, error.code, error.message)
+        if isinstance(error, RateLimited):
+            response.headers["Retry-After"] = str(error.retry_after)
+        return response
     logger.exception("unhandled error")
     return error_response(500, "InternalError", "the request failed on our side; it changed nothing")
 
@@ -219,6 +232,37 @@ def entrypoint(app: Resolver, *, with_metrics: bool = False) -> LambdaHandler:
     if with_metrics:
         handler = metrics.log_metrics(handler, capture_cold_start_metric=True)
     return logger.inject_lambda_context(handler, clear_state=True)
+
+
+def caller(app: Resolver) -> Caller:
+    """Who makes the current request (podium.identity)."""
+    from podium import identity
+
+    event = app.current_event
+    return identity.caller_of(event.headers, event.authorizer)
+
+
+def authorize(
+    app: Resolver,
+    route: Route,
+    board_id: str | None = None,
+    *,
+    policy: BoardPolicy | None = None,
+    members: Iterable[str] = (),
+    admin_fields: Iterable[str] = (),
+) -> Caller:
+    """403 or 401 unless the caller may make this request (podium.access decides). The
+    board's policy is read only when the decision depends on it (an anonymous read, a
+    player's write) and the route has not read it already (``policy``)."""
+    from podium import access
+
+    who = caller(app)
+    if policy is None and board_id is not None and access.needs_board(who, route):
+        from podium.wiring import services
+
+        policy = services().boards.policy(board_id)
+    access.require(who, route, board=policy, members=members, admin_fields=admin_fields)
+    return who
 
 
 def path_board(app: Resolver, raw: str) -> str:

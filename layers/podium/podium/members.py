@@ -4,14 +4,18 @@ events of a hot counter."""
 
 from __future__ import annotations
 
+import math
+from datetime import UTC
 from decimal import Decimal
 
-from podium import keys, numbers, periods, retry
+from podium import keys, numbers, periods, retry, validation
 from podium.boards import BoardService, to_microseconds
-from podium.errors import Conflict, ItemMissing, NotFound, ValidationError, VersionConflict
-from podium.models import BoardSettings, Member, ScoreChange, ScoreState
+from podium.errors import Conflict, ItemMissing, NotFound, RateLimited, ValidationError, VersionConflict
+from podium.models import BoardSettings, Limits, Member, ScoreChange, ScoreState
 from podium.ports import EventStore, MemberStore
 from podium.validation import EventRequest, MemberRequest
+
+SECONDS_PER_MINUTE = 60
 
 
 def apply_operator(settings: BoardSettings, old: Decimal | None, value: Decimal) -> Decimal:
@@ -96,10 +100,43 @@ class MemberService:
         self.boards.settings(board_id)
         self.members.delete_member(board_id, member_id)
 
-    def submit_score(self, board_id: str, member_id: str, value: Decimal) -> ScoreChange:
+    def submit_score(
+        self, board_id: str, member_id: str, value: Decimal, limits: Limits | None = None
+    ) -> ScoreChange:
         """Apply the board's operator atomically: read, compute, write if unchanged since.
-        On a time-windowed board the first submission of a period starts its score."""
+        On a time-windowed board the first submission of a period starts its score. The
+        board's ``limits`` bound the value and how often the member may submit."""
         settings = self.boards.settings(board_id)
+        limits = limits or Limits()
+        validation.within_limits(value, limits)
+        minute = self._count_submission(board_id, member_id, limits)
+        try:
+            return self._submit(board_id, member_id, value, settings)
+        except Exception:
+            if minute is not None:  # refused after all: the submission does not count
+                self.members.uncount_submission(board_id, member_id, minute)
+            raise
+
+    def _count_submission(self, board_id: str, member_id: str, limits: Limits) -> str | None:
+        """Count the submission in its clock minute (UTC) when the board limits how many a
+        member may make; 429 past the limit. The minute counted, or None."""
+        most = limits.max_submissions_per_minute
+        if most is None:
+            return None
+        now = self.boards.clock().astimezone(UTC)
+        minute_start = now.replace(second=0, microsecond=0)
+        minute = minute_start.strftime("%Y-%m-%dT%H:%M")
+        expires = int(minute_start.timestamp()) + 2 * SECONDS_PER_MINUTE
+        if self.members.count_submission(board_id, member_id, minute, most, expires):
+            return minute
+        wait = math.ceil(SECONDS_PER_MINUTE - (now - minute_start).total_seconds())
+        raise RateLimited(
+            f"member {member_id} has made {most} score submissions this minute, the board's "
+            f"limits.maxSubmissionsPerMinute; retry in {max(1, wait)} s",
+            retry_after=max(1, wait),
+        )
+
+    def _submit(self, board_id: str, member_id: str, value: Decimal, settings: BoardSettings) -> ScoreChange:
         for _ in retry.attempts():
             now = self.boards.clock()
             period = periods.period_of(settings.reset, now)
@@ -129,11 +166,14 @@ class MemberService:
 
     # -- hot counters: the event log --------------------------------------------------
 
-    def log_events(self, board_id: str, requests: list[EventRequest]) -> int:
-        """Insert the events (no read); the fold counts them within seconds."""
+    def log_events(self, board_id: str, requests: list[EventRequest], limits: Limits | None = None) -> int:
+        """Insert the events (no read); the fold counts them within seconds. An event whose
+        value lies outside the board's ``limits`` refuses the whole batch."""
         from podium import events  # only this route and fresh_member need the event log
 
         settings = self.boards.settings(board_id)
+        for index, request in enumerate(requests):
+            validation.within_limits(request.value, limits or Limits(), f"events[{index}].value")
         now = self.boards.clock()
         logged = events.to_log(board_id, settings, requests, now)
         if logged:

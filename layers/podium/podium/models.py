@@ -51,6 +51,35 @@ class BoardSettings:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What a board refuses of score submissions and events (``limits``); all None: none."""
+
+    min_value: Decimal | None = None
+    max_value: Decimal | None = None
+    max_submissions_per_minute: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if self.min_value is not None:
+            body["minValue"] = self.min_value
+        if self.max_value is not None:
+            body["maxValue"] = self.max_value
+        if self.max_submissions_per_minute is not None:
+            body["maxSubmissionsPerMinute"] = self.max_submissions_per_minute
+        return body
+
+
+@dataclass(frozen=True)
+class BoardPolicy:
+    """A board's settings that an admin may change at any time: who besides admins may
+    write and read it, and what it refuses."""
+
+    client_writes: bool = False
+    public_read: bool = False
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass(frozen=True)
 class Board:
     """A board: its settings, title and when it was created."""
 
@@ -61,6 +90,7 @@ class Board:
     member_count: int = 0
     dropped_events: int = 0
     period: str | None = None  # a time-windowed board's current period, as the domain read it
+    policy: BoardPolicy = field(default_factory=BoardPolicy)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -71,6 +101,9 @@ class Board:
             "shards": self.settings.shards,
             "title": self.title,
             "memberCount": self.member_count,
+            "clientWrites": self.policy.client_writes,
+            "publicRead": self.policy.public_read,
+            "limits": self.policy.limits.to_json(),
             "createdAt": iso(self.created_at),
         }
         if self.settings.reset != "never":

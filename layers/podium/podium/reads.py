@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from podium import cursors, keys
@@ -22,6 +22,7 @@ from podium.periods import ALL_TIME
 from podium.ports import BoardStore, IndexReader, MemberStore, StructureStore
 from podium.ranking import TopStats, around_window, assign_ranks, decode
 
+HUNDREDTH = Decimal("0.01")
 SORT_KEY = re.compile(r"[!-~]{1,600}")  # printable ASCII, as sort keys are
 
 
@@ -60,6 +61,13 @@ class TopRead:
 
     page: Page
     stats: TopStats | None = None
+
+
+def top_percent(rank: int, total: int) -> Decimal:
+    """``100 * rank / total`` rounded up to two decimals (rank 1 of 1,539 is 0.07; the last
+    member is 100). ``total`` may lag writes by a few seconds: a rank past it counts as last."""
+    share = (Decimal(100 * rank) / Decimal(max(total, rank))).quantize(HUNDREDTH, rounding=ROUND_CEILING)
+    return share.quantize(Decimal(1)) if share == share.to_integral_value() else share
 
 
 class ReadService:
@@ -207,7 +215,14 @@ class ReadService:
         entry = self._entry(read, member_id, read.view.score)
         bound = entry.sort_key if order.earliest else order.score_bound(entry.score)
         better = self._count(read, [bound], consistent=consistent)[0]
-        return {"memberId": member_id, "score": entry.score, "rank": better + 1, "total": read.total}
+        rank = better + 1
+        return {
+            "memberId": member_id,
+            "score": entry.score,
+            "rank": rank,
+            "total": read.total,
+            "topPercent": top_percent(rank, read.total),
+        }
 
     def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
         """The ``2·radius + 1`` entries of the listing around the member, shifted to stay

@@ -17,7 +17,9 @@ from podium.models import (
     ORDERS,
     RESETS,
     TIE_BREAKS,
+    BoardPolicy,
     BoardSettings,
+    Limits,
 )
 
 BOARD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -34,6 +36,8 @@ MAX_EVENTS = 100
 MAX_EVENT_ID = 128
 MAX_RIVALS = 100
 MAX_NOTIFICATIONS_LIMIT = 100
+# The fields of PUT .../members/{memberId} that only an admin may send.
+ADMIN_MEMBER_FIELDS = ("score", "hidden")
 
 
 def board_id(value: str) -> str:
@@ -67,11 +71,11 @@ def json_object(body: str | None, *, required: bool = False) -> dict[str, Any]:
     return parsed
 
 
-def _only(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
+def _only(body: dict[str, Any], allowed: tuple[str, ...], within: str = "") -> None:
     unknown = sorted(set(body) - set(allowed))
     if unknown:
         raise ValidationError(
-            f"unknown field {unknown[0]!r}; the fields allowed here are {', '.join(allowed)}"
+            f"unknown field {within + unknown[0]!r}; the fields allowed here are {', '.join(allowed)}"
         )
 
 
@@ -102,6 +106,18 @@ def _integer(value: Any, name: str, low: int, high: int) -> int:
 class BoardRequest:
     settings: BoardSettings
     title: str | None
+    # The policy's parts, None when left out (each keeps its value); Limits() removes limits.
+    client_writes: bool | None = None
+    public_read: bool | None = None
+    limits: Limits | None = None
+
+    def policy(self, current: BoardPolicy) -> BoardPolicy:
+        """``current`` with what this request gives in place of what it left out."""
+        return BoardPolicy(
+            client_writes=current.client_writes if self.client_writes is None else self.client_writes,
+            public_read=current.public_read if self.public_read is None else self.public_read,
+            limits=current.limits if self.limits is None else self.limits,
+        )
 
 
 def _rollup_targets(body: dict[str, Any], own_id: str) -> tuple[str, ...]:
@@ -118,8 +134,63 @@ def _rollup_targets(body: dict[str, Any], own_id: str) -> tuple[str, ...]:
     return tuple(targets)
 
 
+def _flag(body: dict[str, Any], name: str) -> bool | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise ValidationError(f"{name} must be true or false")
+    return value
+
+
+MAX_SUBMISSIONS_PER_MINUTE = 6000
+
+
+def limits(body: dict[str, Any]) -> Limits | None:
+    """The board's ``limits``: None when left out; ``{}`` (no limits) removes them."""
+    if "limits" not in body:
+        return None
+    given = body["limits"]
+    if not isinstance(given, dict):
+        raise ValidationError("limits must be a JSON object (minValue, maxValue, maxSubmissionsPerMinute)")
+    _only(given, ("minValue", "maxValue", "maxSubmissionsPerMinute"), "limits.")
+    low = numbers.check_score(given["minValue"], "limits.minValue") if "minValue" in given else None
+    high = numbers.check_score(given["maxValue"], "limits.maxValue") if "maxValue" in given else None
+    if low is not None and high is not None and low > high:
+        raise ValidationError(f"limits.minValue ({low}) is above limits.maxValue ({high})")
+    per_minute = given.get("maxSubmissionsPerMinute")
+    if per_minute is not None:
+        per_minute = _integer(per_minute, "limits.maxSubmissionsPerMinute", 1, MAX_SUBMISSIONS_PER_MINUTE)
+    return Limits(min_value=low, max_value=high, max_submissions_per_minute=per_minute)
+
+
+def within_limits(value: Decimal, board_limits: Limits, field: str = "value") -> None:
+    """400 naming the limit when ``value`` lies outside the board's minValue..maxValue."""
+    if board_limits.min_value is not None and value < board_limits.min_value:
+        raise ValidationError(
+            f"{field} {value} is below the board's limits.minValue {board_limits.min_value}"
+        )
+    if board_limits.max_value is not None and value > board_limits.max_value:
+        raise ValidationError(
+            f"{field} {value} is above the board's limits.maxValue {board_limits.max_value}"
+        )
+
+
 def board_request(body: dict[str, Any], own_id: str = "") -> BoardRequest:
-    _only(body, ("order", "operator", "tieBreak", "shards", "title", "rollupTo", "reset", "retainPeriods"))
+    _only(
+        body,
+        (
+            "order",
+            "operator",
+            "tieBreak",
+            "shards",
+            "title",
+            "rollupTo",
+            "reset",
+            "retainPeriods",
+            "clientWrites",
+            "publicRead",
+            "limits",
+        ),
+    )
     title = body.get("title")
     if title is not None and (not isinstance(title, str) or len(title) > MAX_TITLE):
         raise ValidationError(f"title must be a string of at most {MAX_TITLE} characters")
@@ -132,7 +203,13 @@ def board_request(body: dict[str, Any], own_id: str = "") -> BoardRequest:
         reset=_choice(body, "reset", RESETS),
         retain_periods=_integer(body.get("retainPeriods", 12), "retainPeriods", 1, MAX_RETAIN_PERIODS),
     )
-    return BoardRequest(settings=settings, title=title)
+    return BoardRequest(
+        settings=settings,
+        title=title,
+        client_writes=_flag(body, "clientWrites"),
+        public_read=_flag(body, "publicRead"),
+        limits=limits(body),
+    )
 
 
 @dataclass(frozen=True)

@@ -95,5 +95,7 @@ def notifier() -> Notifier:
 
 def reset() -> None:
     """Forget every object built, and the settings they were built from."""
-    for built in (services, notifier, settings):
+    from podium import identity
+
+    for built in (services, notifier, settings, identity.verifier):
         built.cache_clear()

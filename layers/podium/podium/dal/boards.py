@@ -7,7 +7,7 @@ from typing import Any
 
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
-from podium.models import Board, View
+from podium.models import Board, BoardPolicy, View
 
 
 class Boards:
@@ -30,12 +30,24 @@ class Boards:
         item = self.tables.get(schema.period_count_key(board_id, period))
         return max(0, int(item["memberCount"]["N"])) if item else 0
 
-    def set_board_title(self, board_id: str, title: str) -> None:
+    def update_board(self, board_id: str, title: str | None, policy: BoardPolicy) -> None:
+        """Write the settings that may change (the title when given, the whole policy)."""
+        attributes = codecs.policy_attributes(policy)
+        if title is not None:
+            attributes["title"] = {"S": title}
+        names = {f"#a{i}": name for i, name in enumerate(attributes)}
+        values = {f":v{i}": value for i, value in enumerate(attributes.values())}
+        expression = "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(attributes)))
+        gone = [name for name in codecs.LIMIT_ATTRIBUTES if name not in attributes]
+        if gone:
+            names.update({f"#r{i}": name for i, name in enumerate(gone)})
+            expression += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(gone)))
         self.tables.update(
             schema.board_key(board_id),
-            "SET title = :t",
+            expression,
             ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues={":t": {"S": title}},
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
         )
 
     def list_boards(self, limit: int, after: str | None) -> tuple[list[Board], str | None]:

@@ -14,9 +14,11 @@ from podium.dal import schema
 from podium.dal.client import Item, deserializer, parse_timestamp, plain, serializer, timestamp
 from podium.models import (
     Board,
+    BoardPolicy,
     BoardSettings,
     Bucket,
     HeadItem,
+    Limits,
     LoggedEvent,
     Notification,
     RankedEntry,
@@ -45,7 +47,35 @@ def board_item(board: Board) -> Item:
     }
     if board.title is not None:
         item["title"] = {"S": board.title}
+    item.update(policy_attributes(board.policy))
     return item
+
+
+# The policy's attributes: the flags always, each limit only when it is set.
+LIMIT_ATTRIBUTES = ("minValue", "maxValue", "maxSubmissionsPerMinute")
+
+
+def policy_attributes(policy: BoardPolicy) -> Item:
+    limits = policy.limits.to_json()
+    item: Item = {
+        "clientWrites": {"BOOL": policy.client_writes},
+        "publicRead": {"BOOL": policy.public_read},
+    }
+    item.update({name: serializer.serialize(limits[name]) for name in LIMIT_ATTRIBUTES if name in limits})
+    return item
+
+
+def policy_from_values(values: dict[str, Any]) -> BoardPolicy:
+    per_minute = values.get("maxSubmissionsPerMinute")
+    return BoardPolicy(
+        client_writes=bool(values.get("clientWrites", False)),
+        public_read=bool(values.get("publicRead", False)),
+        limits=Limits(
+            min_value=values.get("minValue"),
+            max_value=values.get("maxValue"),
+            max_submissions_per_minute=int(per_minute) if per_minute is not None else None,
+        ),
+    )
 
 
 def board_from_item(board_id: str, item: Item) -> Board:
@@ -66,6 +96,7 @@ def board_from_item(board_id: str, item: Item) -> Board:
         created_at=parse_timestamp(values["createdAt"]),
         member_count=max(0, int(values.get("memberCount", 0))),
         dropped_events=int(values.get("droppedEvents", 0)),
+        policy=policy_from_values(values),
     )
 
 

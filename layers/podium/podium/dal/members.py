@@ -192,6 +192,31 @@ class Members:
         )
         self.tables.delete(schema.profile_key(board_id, member_id))
 
+    def count_submission(self, board_id: str, member_id: str, minute: str, limit: int, expires: int) -> bool:
+        """Count one score submission of the member in ``minute``; False (nothing counted)
+        when it has made ``limit`` already. One UpdateItem of a small item: 1 WCU."""
+        return self.tables.update(
+            schema.submissions_key(board_id, member_id, minute),
+            "ADD submissions :one SET #ttl = :ttl",
+            ConditionExpression="attribute_not_exists(submissions) OR submissions < :limit",
+            ExpressionAttributeNames={"#ttl": "ttl"},
+            ExpressionAttributeValues={
+                ":one": {"N": "1"},
+                ":limit": {"N": str(limit)},
+                ":ttl": {"N": str(expires)},
+            },
+        )
+
+    def uncount_submission(self, board_id: str, member_id: str, minute: str) -> None:
+        """Give back a counted submission that was then refused (no such member, a score
+        out of bounds): a refused submission changes nothing."""
+        self.tables.update(
+            schema.submissions_key(board_id, member_id, minute),
+            "ADD submissions :minus",
+            ConditionExpression="attribute_exists(submissions)",
+            ExpressionAttributeValues={":minus": {"N": "-1"}},
+        )
+
     def rollup_state(
         self, board_id: str, member_id: str, period: str, mark: str
     ) -> tuple[bool, ScoreState | None]:

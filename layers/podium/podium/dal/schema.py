@@ -29,6 +29,7 @@ BOARD_ITEM = "BOARD"
 PROFILE = "MEMBER"
 SCORE = "SCORE#"  # + period
 RIVALS = "RIVALS"
+SUBMISSIONS = "RATE#"  # + clock minute (UTC): a member's score submissions in that minute
 PERIOD_COUNT = "COUNT#"  # + period
 HEAD = "HEAD#"  # + period
 BUCKET = "BKT#"  # + period # lo
@@ -90,6 +91,10 @@ def score_key(board_id: str, member_id: str, period: str) -> Key:
 
 def period_of_score_sk(sk: str) -> str:
     return sk[len(SCORE) :]
+
+
+def submissions_key(board_id: str, member_id: str, minute: str) -> Key:
+    return key(member_pk(board_id, member_id), f"{SUBMISSIONS}{minute}")
 
 
 def rivals_key(board_id: str, member_id: str) -> Key:

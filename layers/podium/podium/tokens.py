@@ -1,0 +1,205 @@
+"""Checking a caller's JWT bearer token: its RSA signature against the issuer's published
+keys (JWKS, fetched once per process and again when a token names a key not seen yet),
+then its issuer, audience and lifetime, with a small allowance for clock skew.
+
+Only RS256, RS384 and RS512 are accepted: asymmetric algorithms, what Cognito and the
+usual OpenID Connect issuers sign with. ``none`` and the HMAC family are refused whatever
+the key says (an HMAC "signature" made with the public key as its secret is the classic
+forgery). The check is written here, in the standard library (RSASSA-PKCS1-v1_5 by the
+encode-and-compare method of RFC 8017, section 8.2.2), so that no cryptography package
+with native code has to ship in the layer or load at a cold start.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from podium.errors import Unauthorized
+
+# DER encodings of DigestInfo's AlgorithmIdentifier, RFC 8017 section 9.2, note 1.
+_DIGEST_INFO = {
+    "RS256": ("sha256", bytes.fromhex("3031300d060960864801650304020105000420")),
+    "RS384": ("sha384", bytes.fromhex("3041300d060960864801650304020205000430")),
+    "RS512": ("sha512", bytes.fromhex("3051300d060960864801650304020305000440")),
+}
+ALGORITHMS = tuple(_DIGEST_INFO)
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
+DEFAULT_LEEWAY_SECONDS = 60
+MIN_MODULUS_BITS = 2048
+JWKS_REFRESH_SECONDS = 60  # a token naming an unknown key fetches the keys at most this often
+FETCH_TIMEOUT_SECONDS = 5.0
+
+
+def b64url_decode(text: str) -> bytes:
+    if not _BASE64URL.fullmatch(text):
+        raise Unauthorized("the token is malformed: not three base64url parts")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def b64url_encode(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _json_part(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(b64url_decode(text))
+    except (ValueError, UnicodeDecodeError):
+        raise Unauthorized(f"the token is malformed: its {what} is not JSON") from None
+    if not isinstance(value, dict):
+        raise Unauthorized(f"the token is malformed: its {what} is not a JSON object")
+    return value
+
+
+@dataclass(frozen=True)
+class RsaKey:
+    """An RSA public key from a JWKS: modulus ``n`` and exponent ``e``."""
+
+    n: int
+    e: int
+
+    @classmethod
+    def from_jwk(cls, jwk: Mapping[str, Any]) -> RsaKey:
+        n = int.from_bytes(b64url_decode(str(jwk["n"])), "big")
+        e = int.from_bytes(b64url_decode(str(jwk["e"])), "big")
+        if n.bit_length() < MIN_MODULUS_BITS or e < 3 or e % 2 == 0:
+            raise ValueError("RSA key too small or with a bad exponent")
+        return cls(n, e)
+
+    def verifies(self, algorithm: str, message: bytes, signature: bytes) -> bool:
+        """RSASSA-PKCS1-v1_5 verification: raise the signature to ``e`` and compare the
+        result, byte for byte, with the padding and DigestInfo that ``message`` should give."""
+        hash_name, prefix = _DIGEST_INFO[algorithm]
+        size = (self.n.bit_length() + 7) // 8
+        if len(signature) != size:
+            return False
+        s = int.from_bytes(signature, "big")
+        if s >= self.n:
+            return False
+        encoded = pow(s, self.e, self.n).to_bytes(size, "big")
+        digest_info = prefix + hashlib.new(hash_name, message).digest()
+        padding = size - len(digest_info) - 3
+        if padding < 8:
+            return False
+        expected = b"\x00\x01" + b"\xff" * padding + b"\x00" + digest_info
+        return hmac.compare_digest(encoded, expected)
+
+
+KeyFetcher = Callable[[], Mapping[str, Any]]
+
+
+def fetch_json(url: str) -> Mapping[str, Any]:
+    """GET a JSON document (the issuer's JWKS or its OpenID configuration)."""
+    if not url.startswith(("https://", "http://")):
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310 - checked above
+        document: Mapping[str, Any] = json.loads(response.read())
+    return document
+
+
+class KeySet:
+    """The issuer's signing keys by ``kid``, fetched on first use and kept for the life of
+    the process (a Lambda instance keeps them across invocations). A token that names an
+    unknown key fetches them again, at most once a minute, which is how a key rotation at
+    the issuer is picked up without letting junk tokens hammer it."""
+
+    def __init__(self, fetch: KeyFetcher, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._fetch = fetch
+        self._monotonic = monotonic
+        self._keys: dict[str, RsaKey] = {}
+        self._fetched_at: float | None = None
+        self._lock = threading.Lock()
+
+    def key(self, kid: str) -> RsaKey | None:
+        with self._lock:
+            found = self._keys.get(kid)
+            due = self._fetched_at is None or self._monotonic() - self._fetched_at >= JWKS_REFRESH_SECONDS
+            if found is None and due:
+                self._refresh()
+                found = self._keys.get(kid)
+            return found
+
+    def _refresh(self) -> None:
+        self._fetched_at = self._monotonic()
+        try:
+            document = self._fetch()
+        except Exception as error:  # the issuer is down: no key, so every token is refused
+            raise Unauthorized(
+                f"the issuer's signing keys could not be fetched ({type(error).__name__})"
+            ) from None
+        keys: dict[str, RsaKey] = {}
+        for jwk in document.get("keys", []):
+            if jwk.get("kty") != "RSA" or jwk.get("use", "sig") != "sig" or "kid" not in jwk:
+                continue
+            try:
+                keys[str(jwk["kid"])] = RsaKey.from_jwk(jwk)
+            except (KeyError, ValueError, Unauthorized):
+                continue  # one unusable key does not hide the others
+        self._keys = keys
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """Checks a token's signature and claims; ``verify`` answers its claims or raises
+    ``Unauthorized`` saying what was wrong."""
+
+    issuer: str
+    audiences: frozenset[str]
+    keys: KeySet
+    leeway_seconds: int = DEFAULT_LEEWAY_SECONDS
+    clock: Callable[[], float] = time.time
+
+    def verify(self, token: str) -> dict[str, Any]:
+        parts = token.split(".")
+        if len(parts) != 3:
+            raise Unauthorized("the token is malformed: not three base64url parts")
+        header = _json_part(parts[0], "header")
+        algorithm = header.get("alg")
+        if algorithm not in ALGORITHMS:
+            raise Unauthorized(
+                f"the token's algorithm {algorithm!r} is not accepted: use one of {', '.join(ALGORITHMS)}"
+            )
+        kid = header.get("kid")
+        if not isinstance(kid, str):
+            raise Unauthorized("the token names no signing key (kid)")
+        key = self.keys.key(kid)
+        if key is None:
+            raise Unauthorized(f"the token is signed with key {kid!r}, which the issuer does not publish")
+        if not key.verifies(algorithm, f"{parts[0]}.{parts[1]}".encode("ascii"), b64url_decode(parts[2])):
+            raise Unauthorized("the token's signature does not match")
+        claims = _json_part(parts[1], "payload")
+        self._check_claims(claims)
+        return claims
+
+    def _check_claims(self, claims: Mapping[str, Any]) -> None:
+        now = self.clock()
+        if claims.get("iss") != self.issuer:
+            raise Unauthorized(f"the token is from issuer {claims.get('iss')!r}, not this service's")
+        expires = claims.get("exp")
+        if not isinstance(expires, int | float) or isinstance(expires, bool):
+            raise Unauthorized("the token has no expiry (exp)")
+        if now > expires + self.leeway_seconds:
+            raise Unauthorized("the token has expired")
+        not_before = claims.get("nbf")
+        if isinstance(not_before, int | float) and now + self.leeway_seconds < not_before:
+            raise Unauthorized("the token is not valid yet (nbf)")
+        if not self._audience_matches(claims):
+            raise Unauthorized("the token is for another audience")
+
+    def _audience_matches(self, claims: Mapping[str, Any]) -> bool:
+        """``aud`` names one of ours; or, for a Cognito access token (which has no ``aud``),
+        ``client_id`` is one of our app clients."""
+        audience = claims.get("aud")
+        named = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
+        if audience is None and isinstance(claims.get("client_id"), str):
+            named = [claims["client_id"]]
+        return any(isinstance(name, str) and name in self.audiences for name in named)

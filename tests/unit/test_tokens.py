@@ -1,0 +1,158 @@
+"""Token checks (podium.tokens): tokens signed by a real RSA key (the local stack's issuer),
+and every way a token can be wrong refused with 401."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from devstack.issuer import AUDIENCE, LocalIssuer
+from podium.errors import Unauthorized
+from podium.tokens import DEFAULT_LEEWAY_SECONDS, KeySet, Verifier, b64url_encode
+
+ISSUER = LocalIssuer("http://127.0.0.1:1")
+
+
+def verifier(issuer: LocalIssuer = ISSUER, audiences: tuple[str, ...] = (AUDIENCE,)) -> Verifier:
+    return Verifier(issuer.url, frozenset(audiences), KeySet(issuer.jwks))
+
+
+def claims(**changes: Any) -> dict[str, Any]:
+    now = int(time.time())
+    base = {"iss": ISSUER.url, "aud": AUDIENCE, "sub": "alice", "iat": now, "exp": now + 600}
+    base.update(changes)
+    return {name: value for name, value in base.items() if value is not None}
+
+
+def test_a_token_signed_by_the_issuer_gives_its_claims() -> None:
+    # Given a player's token from the issuer
+    token = ISSUER.sign(claims())
+
+    # When it is checked
+    found = verifier().verify(token)
+
+    # Then its claims come back
+    assert found["sub"] == "alice"
+
+
+@pytest.mark.parametrize("algorithm", ["RS384", "RS512"])
+def test_the_other_rsa_digests_verify(algorithm: str) -> None:
+    # Given a token signed with SHA-384 or SHA-512
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    digest = hashes.SHA384() if algorithm == "RS384" else hashes.SHA512()
+    head = b64url_encode(json.dumps({"alg": algorithm, "kid": ISSUER.kid}).encode())
+    body = b64url_encode(json.dumps(claims()).encode())
+    signature = ISSUER.key.sign(f"{head}.{body}".encode(), padding.PKCS1v15(), digest)
+
+    # When it is checked, then it verifies
+    assert verifier().verify(f"{head}.{body}.{b64url_encode(signature)}")["sub"] == "alice"
+
+
+def _forged(header: dict[str, Any], payload: dict[str, Any], signature: bytes) -> str:
+    parts = [b64url_encode(json.dumps(part).encode()) for part in (header, payload)]
+    return ".".join([*parts, b64url_encode(signature)])
+
+
+def _tampered_payload() -> str:
+    head, _, signature = ISSUER.sign(claims()).split(".")
+    return f"{head}.{b64url_encode(json.dumps(claims(sub='mallory')).encode())}.{signature}"
+
+
+def _flipped_signature() -> str:
+    head, body, signature = ISSUER.sign(claims()).split(".")
+    raw = bytearray(base64.urlsafe_b64decode(signature + "=="))
+    raw[-1] ^= 1
+    return f"{head}.{body}.{b64url_encode(bytes(raw))}"
+
+
+def _hmac_with_the_public_key() -> str:
+    # the classic confusion: HS256 "signed" with the public key's bytes as the secret
+    key = json.dumps(ISSUER.jwks()).encode()
+    header = {"alg": "HS256", "kid": ISSUER.kid}
+    parts = [b64url_encode(json.dumps(part).encode()) for part in (header, claims())]
+    mac = hmac.new(key, ".".join(parts).encode(), hashlib.sha256).digest()
+    return ".".join([*parts, b64url_encode(mac)])
+
+
+OTHER_ISSUER = LocalIssuer("http://127.0.0.1:2")
+
+BAD_TOKENS: dict[str, Callable[[], str]] = {
+    "garbage": lambda: "not-a-token",
+    "two parts": lambda: "abc.def",
+    "not base64": lambda: "a!b.c$d.e%f",
+    "alg none": lambda: _forged({"alg": "none", "kid": ISSUER.kid}, claims(), b""),
+    "hmac with the public key": _hmac_with_the_public_key,
+    "tampered payload": _tampered_payload,
+    "flipped signature": _flipped_signature,
+    "unknown key": lambda: OTHER_ISSUER.sign(claims()),
+    "expired": lambda: ISSUER.sign(claims(exp=int(time.time()) - DEFAULT_LEEWAY_SECONDS - 5)),
+    "no expiry": lambda: ISSUER.sign(claims(exp=None)),
+    "not valid yet": lambda: ISSUER.sign(claims(nbf=int(time.time()) + DEFAULT_LEEWAY_SECONDS + 60)),
+    "wrong issuer": lambda: ISSUER.sign(claims(iss="https://elsewhere.example")),
+    "wrong audience": lambda: ISSUER.sign(claims(aud="another-app")),
+    "no audience": lambda: ISSUER.sign(claims(aud=None)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_TOKENS))
+def test_a_bad_token_is_refused(kind: str) -> None:
+    # Given a token that is wrong in one way
+    token = BAD_TOKENS[kind]()
+
+    # When it is checked, then it is refused (401)
+    with pytest.raises(Unauthorized) as refused:
+        verifier().verify(token)
+    assert refused.value.status == 401
+
+
+def test_clock_skew_within_the_leeway_is_allowed() -> None:
+    # Given a token that expired a few seconds ago (clocks differ)
+    token = ISSUER.sign(claims(exp=int(time.time()) - 5))
+
+    # When it is checked, then it still passes
+    assert verifier().verify(token)["sub"] == "alice"
+
+
+def test_a_cognito_access_token_is_matched_by_its_client_id() -> None:
+    # Given an access token as Cognito issues it: no aud, the app client in client_id
+    token = ISSUER.sign(claims(aud=None, client_id="game-server-client", scope="podium/admin"))
+
+    # When our audiences name that app client, then it verifies; else it is refused
+    assert verifier(audiences=("game-server-client",)).verify(token)["scope"] == "podium/admin"
+    with pytest.raises(Unauthorized):
+        verifier(audiences=("player-client",)).verify(token)
+
+
+def test_keys_are_fetched_once_and_again_only_for_an_unknown_key() -> None:
+    # Given a key set that counts its fetches
+    fetches: list[float] = []
+    now = [0.0]
+
+    def fetch() -> dict[str, Any]:
+        fetches.append(now[0])
+        return ISSUER.jwks()
+
+    keys = KeySet(fetch, monotonic=lambda: now[0])
+    checker = Verifier(ISSUER.url, frozenset({AUDIENCE}), keys)
+
+    # When many tokens are checked, and junk names unknown keys again and again
+    for _ in range(5):
+        checker.verify(ISSUER.sign(claims()))
+    for _ in range(5):
+        with pytest.raises(Unauthorized):
+            checker.verify(OTHER_ISSUER.sign(claims()))
+    now[0] = 61.0
+    with pytest.raises(Unauthorized):
+        checker.verify(OTHER_ISSUER.sign(claims()))
+
+    # Then the issuer was asked once at first, and once more a minute later (a rotation)
+    assert fetches == [0.0, 61.0]
