@@ -1,6 +1,6 @@
 """docs/openapi.yaml is the API's machine-readable contract: a valid OpenAPI 3 document whose
-operations are exactly the routes template.yaml deploys, that README.md's examples follow, and
-whose Error codes cover every error the layer answers with."""
+operations are exactly the routes template.yaml deploys, that the examples of README.md and
+docs/api.md follow, and whose Error codes cover every error the layer answers with."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ from podium import errors
 ROOT = Path(__file__).resolve().parents[2]
 OPENAPI = ROOT / "docs" / "openapi.yaml"
 README = ROOT / "README.md"
+API_GUIDE = ROOT / "docs" / "api.md"
+# Routes of the local stack alone (POST /_local/token): not of the deployed API, nor of the document.
+LOCAL_ONLY = "/_local/"
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 
 # The contract's table of errors: each code and the status it comes with.
@@ -64,7 +67,7 @@ def resolved(node: dict[str, Any]) -> dict[str, Any]:
 def validator(schema: dict[str, Any]) -> OAS30Validator:
     """A validator of ``schema`` whose ``#/components/...`` references resolve in the document
     (a root ``$ref`` hides its sibling keywords, so carrying the components along is harmless).
-    No format checker: README elides timestamps and ids as "...", and they are opaque here."""
+    No format checker: the docs elide timestamps and ids as "...", and they are opaque here."""
     return OAS30Validator({**schema, "components": openapi()["components"]})
 
 
@@ -222,7 +225,7 @@ def test_every_error_code_of_the_layer_is_in_the_error_schema() -> None:
     assert answered == {code: STATUS_OF_CODE[code] for code in answered}
 
 
-# -- README.md's examples --------------------------------------------------------------------
+# -- the examples of README.md and docs/api.md ---------------------------------------------------------------
 
 # curl's options that take a value; the ones the contract check ignores (headers such as
 # Authorization or Idempotency-Key, output files) are skipped with their value.
@@ -250,13 +253,14 @@ BASE_URL = re.compile(r"^(?:\$\{?\w+\}?|https?://[^/]+|[\w.-]+:\d+)")
 # A value the example computes in the shell (a loop variable, "${image##*:}"): "0" stands for
 # it, which is valid both in an id and as a JSON number.
 SHELL_EXPANSION = re.compile(r"\$\{[^}]*\}|\$\w+")
-# README elides list items with ", ..." inside its JSON.
+# The docs elide list items with ", ..." inside their JSON.
 ELIDED_ITEMS = re.compile(r",\s*\.\.\.(?=\s*[\]}])")
 
 
 @dataclass(frozen=True)
 class Example:
-    line: int  # README line of the curl, for the failure message
+    source: str  # the file, relative to the repository
+    line: int  # the line of the curl, for the failure message
     method: str
     path: str
     query: tuple[tuple[str, str], ...]
@@ -264,7 +268,7 @@ class Example:
     response: Any  # the JSON shown in the comment right under the request; None without one
 
     def __str__(self) -> str:
-        return f"README.md:{self.line} {self.method} {self.path}"
+        return f"{self.source}:{self.line} {self.method} {self.path}"
 
 
 def fenced_blocks(text: str) -> list[list[tuple[int, str]]]:
@@ -349,7 +353,7 @@ def curl_request(words: list[str]) -> tuple[str, str, str | None]:
     return (method or ("POST" if body is not None else "GET")).upper(), url, body
 
 
-def shown_response(lines: list[tuple[int, str]], after: int) -> Any:
+def shown_response(source: str, lines: list[tuple[int, str]], after: int) -> Any:
     """The JSON in the comment lines right under line ``after`` of a block, or None."""
     comment = []
     for _, line in lines[after + 1 :]:
@@ -363,13 +367,15 @@ def shown_response(lines: list[tuple[int, str]], after: int) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise AssertionError(
-            f"README.md: the response under line {lines[after][0]} is not JSON: {text}"
+            f"{source}: the response under line {lines[after][0]} is not JSON: {text}"
         ) from error
 
 
-def readme_examples() -> list[Example]:
+def examples_of(markdown: Path) -> list[Example]:
+    """The curl requests in the file's code blocks, each with the response shown under it."""
+    source = str(markdown.relative_to(ROOT))
     examples = []
-    for block in fenced_blocks(README.read_text(encoding="utf-8")):
+    for block in fenced_blocks(markdown.read_text(encoding="utf-8")):
         lines = logical_lines(block)
         for position, (number, line) in enumerate(lines):
             if line.lstrip().startswith("#"):
@@ -380,9 +386,10 @@ def readme_examples() -> list[Example]:
                 target = urlsplit("http://base" + SHELL_EXPANSION.sub("0", BASE_URL.sub("", url)))
                 body = json.loads(SHELL_EXPANSION.sub("0", raw_body)) if raw_body is not None else None
                 # A response shown under a line belongs to its last request.
-                response = shown_response(lines, position) if index == len(curls) - 1 else None
+                response = shown_response(source, lines, position) if index == len(curls) - 1 else None
                 query = tuple(parse_qsl(target.query, keep_blank_values=True))
-                examples.append(Example(number, method, target.path, query, body, response))
+                if not target.path.startswith(LOCAL_ONLY):
+                    examples.append(Example(source, number, method, target.path, query, body, response))
     return examples
 
 
@@ -405,27 +412,29 @@ def query_value(raw: str, schema: dict[str, Any]) -> Any:
     return raw
 
 
-EXAMPLES = readme_examples()
+EXAMPLES = examples_of(README) + examples_of(API_GUIDE)
 RESPONSES = [example for example in EXAMPLES if example.response is not None]
 
 
-def test_readme_has_examples_to_check() -> None:
-    # Given README.md's examples, as the parser found them
-    methods = {example.method for example in EXAMPLES}
+@pytest.mark.parametrize("markdown", [README, API_GUIDE], ids=lambda path: path.name)
+def test_the_docs_have_examples_to_check(markdown: Path) -> None:
+    # Given a file's examples, as the parser finds them
+    found = examples_of(markdown)
 
     # When they are counted
-    count, responses = len(EXAMPLES), len(RESPONSES)
+    methods = {example.method for example in found}
+    responses = [example for example in found if example.response is not None]
 
     # Then the parser found requests of every kind and some responses (a parser that finds
     # nothing would pass every check below)
-    assert count >= 10, [str(example) for example in EXAMPLES]
+    assert len(found) >= 10, [str(example) for example in found]
     assert methods == {"GET", "PUT", "POST", "DELETE"}
-    assert responses >= 5
+    assert len(responses) >= 5
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=str)
-def test_readme_request_is_an_operation_of_the_document(example: Example) -> None:
-    # Given a request that README.md shows
+def test_documented_request_is_an_operation_of_the_document(example: Example) -> None:
+    # Given a request that README.md or docs/api.md shows
     # When the document's operation for it is found
     operation, path_parameters = operation_for(example)
 
@@ -447,8 +456,8 @@ def test_readme_request_is_an_operation_of_the_document(example: Example) -> Non
 
 
 @pytest.mark.parametrize("example", RESPONSES, ids=str)
-def test_readme_response_is_one_the_operation_gives(example: Example) -> None:
-    # Given a response that README.md shows right under its request
+def test_documented_response_is_one_the_operation_gives(example: Example) -> None:
+    # Given a response that README.md or docs/api.md shows right under its request
     operation, _ = operation_for(example)
 
     # When it is checked against the operation's responses
