@@ -1,4 +1,4 @@
-"""The HTTP contract of /work/shared/API.md, end to end: boards, members, scores and
+"""The HTTP contract of docs/api.md (docs/openapi.yaml), end to end: boards, members, scores and
 rankings, over HTTP against the local stack (``python -m devstack`` on DynamoDB Local).
 
 Every test makes its own board with ``unique_id`` so that tests are independent; the
