@@ -249,6 +249,8 @@ IGNORED_OPTIONS_WITH_A_VALUE = (
 SHELL_OPERATORS = {";", "&&", "||", "|", "&", "(", ")"}
 SHELL_KEYWORDS = {"do", "then", "else", "time", "!"}
 # The base of the URL: "$API", "${API}", "http://host:port" or "localhost:3000".
+# How the docs spell the API's base URL: $API, or the local stack's host and port.
+API_URL = re.compile(r"^(?:\$\{?API\}?|(?:https?://)?(?:localhost|127\.0\.0\.1):\d+)(?:/|$)")
 BASE_URL = re.compile(r"^(?:\$\{?\w+\}?|https?://[^/]+|[\w.-]+:\d+)")
 # A value the example computes in the shell (a loop variable, "${image##*:}"): "0" stands for
 # it, which is valid both in an id and as a JSON number.
@@ -380,7 +382,12 @@ def examples_of(markdown: Path) -> list[Example]:
         for position, (number, line) in enumerate(lines):
             if line.lstrip().startswith("#"):
                 continue
-            curls = [words for words in shell_commands(line) if words[0] == "curl"]
+            # the API's requests: a curl to another service (Cognito's token endpoint) is not
+            curls = [
+                words
+                for words in shell_commands(line)
+                if words[0] == "curl" and API_URL.match(curl_request(words)[1])
+            ]
             for index, words in enumerate(curls):
                 method, url, raw_body = curl_request(words)
                 target = urlsplit("http://base" + SHELL_EXPANSION.sub("0", BASE_URL.sub("", url)))
