@@ -10,7 +10,7 @@ from podium import keys, numbers, periods, retry
 from podium.boards import BoardService, to_microseconds
 from podium.errors import Conflict, ItemMissing, NotFound, ValidationError, VersionConflict
 from podium.models import BoardSettings, Member, ScoreChange, ScoreState
-from podium.ports import EventStore, MemberStore
+from podium.ports import EventStore, MemberStore, SocialStore
 from podium.validation import EventRequest, MemberRequest
 
 
@@ -37,10 +37,13 @@ def missing(member_id: str, board_id: str) -> NotFound:
 
 
 class MemberService:
-    def __init__(self, boards: BoardService, members: MemberStore, eventlog: EventStore) -> None:
+    def __init__(
+        self, boards: BoardService, members: MemberStore, eventlog: EventStore, social: SocialStore
+    ) -> None:
         self.boards = boards
         self.members = members
         self.eventlog = eventlog
+        self.social = social
 
     def put_member(self, board_id: str, member_id: str, request: MemberRequest) -> tuple[Member, bool]:
         """Add the member or replace its data; a score given goes to the current period
@@ -93,7 +96,19 @@ class MemberService:
         )
 
     def delete_member(self, board_id: str, member_id: str) -> None:
+        """The member leaves every ranking and is forgotten (docs/data-model.md, "Deleting a
+        member"). In the request, the bounded part: the tombstone that stops every write
+        from creating its items again, the edges of its own rivals list (at most 100, and
+        the follows it ended lately), then its own partition, profile last. Its inbox and
+        its place in its followers' lists, which have no bound, the notifier forgets on the
+        profile's REMOVE. A member not there is deleted again at the cost of a few reads."""
         self.boards.settings(board_id)
+        self.members.fence(board_id, member_id, to_microseconds(self.boards.clock()))
+        # The edges before the list that names them: a delete that fails half-way finds the
+        # list again on its retry.
+        follows = self.social.get_rivals(board_id, member_id)
+        if follows is not None:
+            self.social.drop_follows(board_id, member_id, follows)
         self.members.delete_member(board_id, member_id)
 
     def submit_score(self, board_id: str, member_id: str, value: Decimal) -> ScoreChange:

@@ -9,10 +9,23 @@ from typing import Any
 
 from podium import numbers
 from podium.dal import codecs, schema
-from podium.dal.client import AlreadyApplied, Item, ItemMissing, Tables, VersionConflict, timestamp
+from podium.dal.client import (
+    AlreadyApplied,
+    Item,
+    ItemMissing,
+    Tables,
+    VersionConflict,
+    parse_timestamp,
+    timestamp,
+)
 from podium.models import Placement, ScoreState
 
 PROFILE_FIELDS = "data, createdAt, updatedAt"
+
+
+def _live(profile: Item | None) -> Item | None:
+    """A profile being deleted (it carries the tombstone) is no member any more."""
+    return profile if profile is not None and schema.TOMBSTONE not in profile else None
 
 
 class Members:
@@ -33,18 +46,31 @@ class Members:
         score_key = schema.score_key(board_id, member_id, period)
         items = self.tables.batch_get([profile_key, score_key], consistent=True)
         pk = schema.member_pk(board_id, member_id)
-        profile = items.get((pk, schema.PROFILE))
-        score = items.get((pk, schema.score_sk(period)))
+        profile = _live(items.get((pk, schema.PROFILE)))
+        score = items.get((pk, schema.score_sk(period))) if profile is not None else None
         return (
             codecs.profile_from_item(profile) if profile else None,
             codecs.score_from_item(score) if score else None,
         )
 
     def exists(self, board_id: str, member_id: str) -> bool:
-        return (
-            self.tables.get(schema.profile_key(board_id, member_id), consistent=True, projection="pk")
-            is not None
+        return self.joined_us(board_id, member_id) is not None
+
+    def joined_us(self, board_id: str, member_id: str) -> int | None:
+        """When the member (as it is now: a member deleted and added again starts afresh)
+        was created, in µs; None when there is no such member."""
+        names = {"#g": schema.TOMBSTONE}
+        item = _live(
+            self.tables.get(
+                schema.profile_key(board_id, member_id),
+                consistent=True,
+                projection="createdAt, #g",
+                names=names,
+            )
         )
+        if item is None:
+            return None
+        return int(parse_timestamp(item["createdAt"]["S"]).timestamp() * 1_000_000)
 
     def get_scores(self, board_id: str, member_ids: Sequence[str], period: str) -> dict[str, ScoreState]:
         keys = [schema.score_key(board_id, member_id, period) for member_id in member_ids]
@@ -61,7 +87,7 @@ class Members:
         items = self.tables.batch_get(keys, consistent=False)
         data = {}
         for member_id in member_ids:
-            item = items.get((schema.member_pk(board_id, member_id), schema.PROFILE))
+            item = _live(items.get((schema.member_pk(board_id, member_id), schema.PROFILE)))
             data[member_id] = codecs.profile_from_item(item)["data"] if item else {}
         return data
 
@@ -109,7 +135,7 @@ class Members:
         profile_update: dict[str, Any] = {
             "Key": schema.profile_key(board_id, member_id),
             "UpdateExpression": f"SET {names}",
-            "ConditionExpression": "attribute_exists(pk)",
+            "ConditionExpression": schema.LIVE_PROFILE,
             "ExpressionAttributeValues": values,
         }
         if data is not None:
@@ -153,7 +179,7 @@ class Members:
         if expected_version is None:
             check = {
                 "Key": schema.profile_key(board_id, member_id),
-                "ConditionExpression": "attribute_exists(pk)",
+                "ConditionExpression": schema.LIVE_PROFILE,
             }
             actions.append(("member", {"ConditionCheck": check}))
         if not actions:
@@ -176,20 +202,36 @@ class Members:
             raise VersionConflict(member_id)
         raise RuntimeError(f"the score was not written: {codes}")
 
+    def fence(self, board_id: str, member_id: str, now_us: int) -> bool:
+        """The first step of a delete: mark the profile with the tombstone (``gone``, when the
+        delete began; a retried delete keeps the first one). From then on the member reads as
+        missing and no write can create a score item or a rivals list for it (they check
+        ``LIVE_PROFILE``), so what the delete lists next is all it must remove. False when
+        there is no profile."""
+        return self.tables.update(
+            schema.profile_key(board_id, member_id),
+            "SET #g = if_not_exists(#g, :now)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#g": schema.TOMBSTONE},
+            ExpressionAttributeValues={":now": {"N": str(now_us)}},
+        )
+
     def delete_member(self, board_id: str, member_id: str) -> None:
         """Delete every item of the member (its scores in every period, its rivals list),
-        the profile last: a delete that fails half-way is finished by its retry."""
+        the profile last: a delete that fails half-way is finished by its retry. Called
+        after ``fence``: a score item written meanwhile either exists now (and is deleted)
+        or fails its condition (its version, or ``LIVE_PROFILE`` for a first score)."""
         pk = schema.member_pk(board_id, member_id)
+        # The profile sorts first (MEMBER < RIVALS < SCORE#): the query starts past it, so it
+        # does not read the profile's data (up to 64 KiB) for nothing.
         request: dict[str, Any] = {
-            "KeyConditionExpression": "pk = :p",
-            "ExpressionAttributeValues": {":p": {"S": pk}},
+            "KeyConditionExpression": "pk = :p AND sk > :profile",
+            "ExpressionAttributeValues": {":p": {"S": pk}, ":profile": {"S": schema.PROFILE}},
             "ProjectionExpression": "sk",
             "ConsistentRead": True,
         }
         keys = [item["sk"]["S"] for item in self.tables.query_items(request)]
-        self.tables.batch_write(
-            [{"DeleteRequest": {"Key": schema.key(pk, k)}} for k in keys if k != schema.PROFILE]
-        )
+        self.tables.batch_write([{"DeleteRequest": {"Key": schema.key(pk, k)}} for k in keys])
         self.tables.delete(schema.profile_key(board_id, member_id))
 
     def rollup_state(
