@@ -243,3 +243,22 @@ def test_writes_racing_the_delete_find_the_member_gone_and_leave_no_ghost(
     assert items_of(dynamodb_client, local_tables.table_name, f"M#{board}#ana") == []
     assert items_of(dynamodb_client, local_tables.table_name, f"F#{board}#bo") == []
     assert ranked(service, board, today) == []
+
+
+def test_a_late_second_delete_leaves_a_member_added_again_in_between(
+    service: Services, store: Database, board: str
+) -> None:
+    # Given a delete of ana that has set its tombstone and is slow to go on (a retried
+    # request beside the first), and the first delete that finishes meanwhile
+    service.members.put_member(board, "ana", member_request({"score": Decimal(50)}))
+    gone = store.members.fence(board, "ana", 1)
+    assert gone is not None
+    service.members.delete_member(board, "ana")
+
+    # When ana is added again, and only then the slow delete goes on
+    service.members.put_member(board, "ana", member_request({"score": Decimal(7)}))
+    store.members.delete_member(board, "ana", gone)
+
+    # Then the new ana is whole: GET sees it, with its score, and it is ranked
+    assert service.members.get_member(board, "ana").score == Decimal(7)
+    assert ranked(service, board, periods.period_of("daily", service.clock())) == ["ana"]

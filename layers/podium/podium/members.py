@@ -101,15 +101,18 @@ class MemberService:
         from creating its items again, the edges of its own rivals list (at most 100, and
         the follows it ended lately), then its own partition, profile last. Its inbox and
         its place in its followers' lists, which have no bound, the notifier forgets on the
-        profile's REMOVE. A member not there is deleted again at the cost of a few reads."""
+        profile's REMOVE. A member not there (no profile, not even a tombstone left by a
+        delete that failed half-way) is deleted already: one failed conditional update."""
         self.boards.settings(board_id)
-        self.members.fence(board_id, member_id, to_microseconds(self.boards.clock()))
+        gone = self.members.fence(board_id, member_id, to_microseconds(self.boards.clock()))
+        if gone is None:
+            return
         # The edges before the list that names them: a delete that fails half-way finds the
         # list again on its retry.
         follows = self.social.get_rivals(board_id, member_id)
         if follows is not None:
             self.social.drop_follows(board_id, member_id, follows)
-        self.members.delete_member(board_id, member_id)
+        self.members.delete_member(board_id, member_id, gone)
 
     def submit_score(self, board_id: str, member_id: str, value: Decimal) -> ScoreChange:
         """Apply the board's operator atomically: read, compute, write if unchanged since.

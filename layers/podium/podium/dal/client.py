@@ -159,6 +159,39 @@ class Tables:
             raise
         return True
 
+    def update_returning(self, key: Item, expression: str, **rest: Any) -> Item | None:
+        """An UpdateItem answering the attributes it set (``UPDATED_NEW``); None when its
+        condition fails."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with translate_throttling():
+                response = self.client.update_item(
+                    TableName=self.table,
+                    Key=key,
+                    UpdateExpression=expression,
+                    ReturnValues="UPDATED_NEW",
+                    **rest,
+                )
+        except ClientError as error:
+            if conditional_failure(error):
+                return None
+            raise
+        return dict(response.get("Attributes", {}))
+
+    def delete_if(self, key: Item, condition: str, **rest: Any) -> bool:
+        """A conditional DeleteItem; False when its condition fails."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with translate_throttling():
+                self.client.delete_item(TableName=self.table, Key=key, ConditionExpression=condition, **rest)
+        except ClientError as error:
+            if conditional_failure(error):
+                return False
+            raise
+        return True
+
     def transact(self, actions: list[Any]) -> list[str] | None:
         """Run the actions (``{"Put": {...}}`` and so on, without ``TableName``) in one
         transaction: None when it committed, else the per-action cancellation codes."""

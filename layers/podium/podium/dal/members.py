@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from podium import numbers
+from podium import fanout, numbers
 from podium.dal import codecs, schema
 from podium.dal.client import (
     AlreadyApplied,
@@ -202,37 +202,72 @@ class Members:
             raise VersionConflict(member_id)
         raise RuntimeError(f"the score was not written: {codes}")
 
-    def fence(self, board_id: str, member_id: str, now_us: int) -> bool:
+    def fence(self, board_id: str, member_id: str, now_us: int) -> int | None:
         """The first step of a delete: mark the profile with the tombstone (``gone``, when the
-        delete began; a retried delete keeps the first one). From then on the member reads as
-        missing and no write can create a score item or a rivals list for it (they check
-        ``LIVE_PROFILE``), so what the delete lists next is all it must remove. False when
-        there is no profile."""
-        return self.tables.update(
+        delete began; a retried or concurrent delete keeps the first one, and gets it back).
+        From then on the member reads as missing and no write can create a score item or a
+        rivals list for it (they check ``LIVE_PROFILE``), so what the delete lists next is
+        all it must remove. None when there is no profile."""
+        names = {"#g": schema.TOMBSTONE}
+        found = self.tables.update_returning(
             schema.profile_key(board_id, member_id),
             "SET #g = if_not_exists(#g, :now)",
             ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeNames={"#g": schema.TOMBSTONE},
+            ExpressionAttributeNames=names,
             ExpressionAttributeValues={":now": {"N": str(now_us)}},
         )
+        return int(found[schema.TOMBSTONE]["N"]) if found is not None else None
 
-    def delete_member(self, board_id: str, member_id: str) -> None:
-        """Delete every item of the member (its scores in every period, its rivals list),
-        the profile last: a delete that fails half-way is finished by its retry. Called
-        after ``fence``: a score item written meanwhile either exists now (and is deleted)
-        or fails its condition (its version, or ``LIVE_PROFILE`` for a first score)."""
+    def delete_member(self, board_id: str, member_id: str, gone_us: int) -> None:
+        """Delete every item of the member whose profile carries the tombstone ``gone_us``
+        (its scores in every period, its rivals list), the profile last: a delete that fails
+        half-way is finished by its retry. Called after ``fence``: a score item written
+        meanwhile either exists now (and is deleted) or fails its condition (its version, or
+        ``LIVE_PROFILE`` for a first score).
+
+        A second delete of the same member (a retried request beside the first) may run
+        late, after the first has finished and the member was added again: so each listing
+        reads the profile too, and stops when it no longer carries this tombstone; each
+        score item is deleted on the condition that it is as listed (its ``t``), and the
+        profile on the condition that it carries this tombstone. A score changed since it
+        was listed (a submission that landed first) is listed again."""
         pk = schema.member_pk(board_id, member_id)
-        # The profile sorts first (MEMBER < RIVALS < SCORE#): the query starts past it, so it
-        # does not read the profile's data (up to 64 KiB) for nothing.
-        request: dict[str, Any] = {
-            "KeyConditionExpression": "pk = :p AND sk > :profile",
-            "ExpressionAttributeValues": {":p": {"S": pk}, ":profile": {"S": schema.PROFILE}},
-            "ProjectionExpression": "sk",
-            "ConsistentRead": True,
-        }
-        keys = [item["sk"]["S"] for item in self.tables.query_items(request)]
-        self.tables.batch_write([{"DeleteRequest": {"Key": schema.key(pk, k)}} for k in keys])
-        self.tables.delete(schema.profile_key(board_id, member_id))
+        for _ in range(16):
+            # One consistent query: the profile (it sorts first: MEMBER < RIVALS < SCORE#),
+            # then the rest, read after it.
+            request: dict[str, Any] = {
+                "KeyConditionExpression": "pk = :p",
+                "ExpressionAttributeValues": {":p": {"S": pk}},
+                "ExpressionAttributeNames": {"#g": schema.TOMBSTONE},
+                "ProjectionExpression": "sk, t, #g",
+                "ConsistentRead": True,
+            }
+            found = list(self.tables.query_items(request))
+            if not found or found[0]["sk"]["S"] != schema.PROFILE or not self._carries(found[0], gone_us):
+                return  # another delete finished this member (and it may be back)
+            rest = found[1:]
+
+            def remove(item: Item) -> bool:
+                key = schema.key(pk, item["sk"]["S"])
+                if "t" not in item:  # the rivals list
+                    self.tables.delete(key)
+                    return True
+                return self.tables.delete_if(key, "t = :t", ExpressionAttributeValues={":t": item["t"]})
+
+            if all(fanout.gather(remove, rest)):
+                break
+        else:
+            raise RuntimeError(f"the scores of {member_id} kept changing while it was deleted")
+        self.tables.delete_if(
+            schema.profile_key(board_id, member_id),
+            "#g = :g",
+            ExpressionAttributeNames={"#g": schema.TOMBSTONE},
+            ExpressionAttributeValues={":g": {"N": str(gone_us)}},
+        )
+
+    @staticmethod
+    def _carries(profile: Item, gone_us: int) -> bool:
+        return bool(profile.get(schema.TOMBSTONE, {}).get("N") == str(gone_us))
 
     def rollup_state(
         self, board_id: str, member_id: str, period: str, mark: str
