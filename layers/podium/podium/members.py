@@ -12,7 +12,7 @@ from podium import keys, numbers, periods, retry, validation
 from podium.boards import BoardService, to_microseconds
 from podium.errors import Conflict, ItemMissing, NotFound, RateLimited, ValidationError, VersionConflict
 from podium.models import BoardSettings, Limits, Member, ScoreChange, ScoreState
-from podium.ports import EventStore, MemberStore
+from podium.ports import EventStore, MemberStore, SocialStore
 from podium.validation import EventRequest, MemberRequest
 
 SECONDS_PER_MINUTE = 60
@@ -41,10 +41,13 @@ def missing(member_id: str, board_id: str) -> NotFound:
 
 
 class MemberService:
-    def __init__(self, boards: BoardService, members: MemberStore, eventlog: EventStore) -> None:
+    def __init__(
+        self, boards: BoardService, members: MemberStore, eventlog: EventStore, social: SocialStore
+    ) -> None:
         self.boards = boards
         self.members = members
         self.eventlog = eventlog
+        self.social = social
 
     def put_member(self, board_id: str, member_id: str, request: MemberRequest) -> tuple[Member, bool]:
         """Add the member or replace its data; a score given goes to the current period
@@ -97,8 +100,23 @@ class MemberService:
         )
 
     def delete_member(self, board_id: str, member_id: str) -> None:
+        """The member leaves every ranking and is forgotten (docs/data-model.md, "Deleting a
+        member"). In the request, the bounded part: the tombstone that stops every write
+        from creating its items again, the edges of its own rivals list (at most 100, and
+        the follows it ended lately), then its own partition, profile last. Its inbox and
+        its place in its followers' lists, which have no bound, the notifier forgets on the
+        profile's REMOVE. A member not there (no profile, not even a tombstone left by a
+        delete that failed half-way) is deleted already: one failed conditional update."""
         self.boards.settings(board_id)
-        self.members.delete_member(board_id, member_id)
+        gone = self.members.fence(board_id, member_id, to_microseconds(self.boards.clock()))
+        if gone is None:
+            return
+        # The edges before the list that names them: a delete that fails half-way finds the
+        # list again on its retry.
+        follows = self.social.get_rivals(board_id, member_id)
+        if follows is not None:
+            self.social.drop_follows(board_id, member_id, follows)
+        self.members.delete_member(board_id, member_id, gone)
 
     def submit_score(
         self, board_id: str, member_id: str, value: Decimal, limits: Limits | None = None

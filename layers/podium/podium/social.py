@@ -7,7 +7,7 @@ import re
 
 from podium import cursors
 from podium.boards import BoardService, to_microseconds
-from podium.errors import NotFound
+from podium.errors import ItemMissing, NotFound
 from podium.models import ENDED_FOLLOW_KEEP_US, Notification, Rivals
 from podium.ports import MemberStore, SocialStore
 
@@ -20,10 +20,13 @@ class SocialService:
         self.members = members
         self.social = social
 
-    def _require_member(self, board_id: str, member_id: str) -> None:
+    def _require_member(self, board_id: str, member_id: str) -> int:
+        """When the member was created (µs); NotFound when there is none."""
         self.boards.settings(board_id)
-        if not self.members.exists(board_id, member_id):
+        joined = self.members.joined_us(board_id, member_id)
+        if joined is None:
             raise NotFound(f"member {member_id} does not exist on board {board_id}")
+        return joined
 
     def put_rivals(self, board_id: str, member_id: str, rivals: list[str]) -> list[str]:
         """Replace the member's rivals, remembering since when it follows each (and, for a
@@ -31,7 +34,10 @@ class SocialService:
         self._require_member(board_id, member_id)
         previous = self.social.get_rivals(board_id, member_id) or Rivals()
         replaced = previous.replaced(rivals, to_microseconds(self.boards.clock()))
-        self.social.put_rivals(board_id, member_id, replaced, previous, ENDED_FOLLOW_KEEP_US // 1_000_000)
+        try:
+            self.social.put_rivals(board_id, member_id, replaced, previous, ENDED_FOLLOW_KEEP_US // 1_000_000)
+        except ItemMissing as error:  # deleted while the list was being replaced
+            raise NotFound(f"member {member_id} does not exist on board {board_id}") from error
         return rivals
 
     def get_rivals(self, board_id: str, member_id: str) -> list[str]:
@@ -42,10 +48,12 @@ class SocialService:
     def notifications(
         self, board_id: str, member_id: str, limit: int, cursor: str | None
     ) -> tuple[list[Notification], str | None]:
-        """A page of the member's inbox, newest first, and the cursor to the next."""
-        self._require_member(board_id, member_id)
+        """A page of the member's inbox, newest first, and the cursor to the next. Only what
+        was sent to the member as it is now: a member deleted and added again starts with an
+        empty inbox, even before the notifier has cleared the old one."""
+        joined = self._require_member(board_id, member_id)
         scope = f"{board_id}#{member_id}#inbox"
         before = cursors.decode(cursor, scope, INBOX_POSITION) if cursor is not None else None
         now_s = int(self.boards.clock().timestamp())
-        found, last = self.social.list_notifications(board_id, member_id, limit, before, now_s)
+        found, last = self.social.list_notifications(board_id, member_id, limit, before, now_s, joined)
         return found, (cursors.encode(scope, last) if last is not None else None)

@@ -41,7 +41,7 @@ class Services:
     def members(self) -> MemberService:
         from podium.members import MemberService
 
-        return MemberService(self.boards, self.db.members, self.db.eventlog)
+        return MemberService(self.boards, self.db.members, self.db.eventlog, self.db.social)
 
     @cached_property
     def reads(self) -> ReadService:

@@ -108,10 +108,19 @@ class Tables:
 
     # -- single requests --------------------------------------------------------------
 
-    def get(self, key: Item, *, consistent: bool = False, projection: str | None = None) -> Item | None:
+    def get(
+        self,
+        key: Item,
+        *,
+        consistent: bool = False,
+        projection: str | None = None,
+        names: dict[str, str] | None = None,
+    ) -> Item | None:
         request: dict[str, Any] = {"TableName": self.table, "Key": key, "ConsistentRead": consistent}
         if projection is not None:
             request["ProjectionExpression"] = projection
+        if names:
+            request["ExpressionAttributeNames"] = names
         with translate_throttling():
             response = self.client.get_item(**request)
         return response.get("Item")
@@ -144,6 +153,39 @@ class Tables:
         try:
             with translate_throttling():
                 self.client.update_item(TableName=self.table, Key=key, UpdateExpression=expression, **rest)
+        except ClientError as error:
+            if conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def update_returning(self, key: Item, expression: str, **rest: Any) -> Item | None:
+        """An UpdateItem answering the attributes it set (``UPDATED_NEW``); None when its
+        condition fails."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with translate_throttling():
+                response = self.client.update_item(
+                    TableName=self.table,
+                    Key=key,
+                    UpdateExpression=expression,
+                    ReturnValues="UPDATED_NEW",
+                    **rest,
+                )
+        except ClientError as error:
+            if conditional_failure(error):
+                return None
+            raise
+        return dict(response.get("Attributes", {}))
+
+    def delete_if(self, key: Item, condition: str, **rest: Any) -> bool:
+        """A conditional DeleteItem; False when its condition fails."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with translate_throttling():
+                self.client.delete_item(TableName=self.table, Key=key, ConditionExpression=condition, **rest)
         except ClientError as error:
             if conditional_failure(error):
                 return False
@@ -209,32 +251,45 @@ class Tables:
         return sum(int(response.get("Count", 0)) for response in self.query_pages(request))
 
     def newest_first_page(
-        self, pk: str, limit: int, before: str | None, now_s: int
+        self, pk: str, limit: int, before: str | None, now_s: int, *, since: str | None = None
     ) -> tuple[list[Item], str | None]:
         """Up to ``limit`` items of partition ``pk``, highest sort key first, below
-        ``before`` (None: from the highest), and the sort key to continue below (None at
-        the end). Items whose ``ttl`` is past ``now_s`` but that DynamoDB has not yet
-        removed are skipped. The filter applies after ``Limit``, so pages are read until
-        one item more than ``limit`` is found (there is a next page) or the partition ends."""
+        ``before`` (None: from the highest) and not below ``since`` (None: to the lowest), and
+        the sort key to continue below (None at the end). Items whose ``ttl`` is past
+        ``now_s`` but that DynamoDB has not yet removed are skipped. The filter applies after
+        ``Limit``, so pages are read until one item more than ``limit`` is found (there is a
+        next page) or the partition ends."""
         condition = "pk = :p"
         values: dict[str, Any] = {":p": {"S": pk}, ":now": {"N": str(now_s)}}
-        if before is not None:
+        both = int(before is not None and since is not None)
+        if both and str(before) <= str(since):
+            return [], None  # a cursor from before ``since``: nothing lies between
+        if both:
+            # A key condition has one range: BETWEEN takes ``before`` too, and it is dropped
+            # below (sort keys are unique, so only that item is).
+            condition += " AND sk BETWEEN :s AND :b"
+            values[":s"] = {"S": since}
+            values[":b"] = {"S": before}
+        elif before is not None:
             condition += " AND sk < :b"
             values[":b"] = {"S": before}
+        elif since is not None:
+            condition += " AND sk >= :s"
+            values[":s"] = {"S": since}
         request: dict[str, Any] = {
             "KeyConditionExpression": condition,
             "FilterExpression": "#ttl > :now",
             "ExpressionAttributeNames": {"#ttl": "ttl"},
             "ExpressionAttributeValues": values,
             "ScanIndexForward": False,
-            "Limit": limit + 1,
+            "Limit": limit + 1 + both,
         }
         found: list[Item] = []
         for response in self.query_pages(request):
-            found.extend(response.get("Items", []))
+            found.extend(item for item in response.get("Items", []) if item["sk"]["S"] != before)
             if len(found) > limit:
                 break
-            request["Limit"] = limit + 1 - len(found)
+            request["Limit"] = limit + 1 - len(found) + both
         page = found[:limit]
         return page, (page[-1]["sk"]["S"] if len(found) > limit and page else None)
 

@@ -7,12 +7,25 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from podium import numbers
+from podium import fanout, numbers
 from podium.dal import codecs, schema
-from podium.dal.client import AlreadyApplied, Item, ItemMissing, Tables, VersionConflict, timestamp
+from podium.dal.client import (
+    AlreadyApplied,
+    Item,
+    ItemMissing,
+    Tables,
+    VersionConflict,
+    parse_timestamp,
+    timestamp,
+)
 from podium.models import Placement, ScoreState
 
 PROFILE_FIELDS = "data, createdAt, updatedAt"
+
+
+def _live(profile: Item | None) -> Item | None:
+    """A profile being deleted (it carries the tombstone) is no member any more."""
+    return profile if profile is not None and schema.TOMBSTONE not in profile else None
 
 
 class Members:
@@ -33,18 +46,31 @@ class Members:
         score_key = schema.score_key(board_id, member_id, period)
         items = self.tables.batch_get([profile_key, score_key], consistent=True)
         pk = schema.member_pk(board_id, member_id)
-        profile = items.get((pk, schema.PROFILE))
-        score = items.get((pk, schema.score_sk(period)))
+        profile = _live(items.get((pk, schema.PROFILE)))
+        score = items.get((pk, schema.score_sk(period))) if profile is not None else None
         return (
             codecs.profile_from_item(profile) if profile else None,
             codecs.score_from_item(score) if score else None,
         )
 
     def exists(self, board_id: str, member_id: str) -> bool:
-        return (
-            self.tables.get(schema.profile_key(board_id, member_id), consistent=True, projection="pk")
-            is not None
+        return self.joined_us(board_id, member_id) is not None
+
+    def joined_us(self, board_id: str, member_id: str) -> int | None:
+        """When the member (as it is now: a member deleted and added again starts afresh)
+        was created, in µs; None when there is no such member."""
+        names = {"#g": schema.TOMBSTONE}
+        item = _live(
+            self.tables.get(
+                schema.profile_key(board_id, member_id),
+                consistent=True,
+                projection="createdAt, #g",
+                names=names,
+            )
         )
+        if item is None:
+            return None
+        return int(parse_timestamp(item["createdAt"]["S"]).timestamp() * 1_000_000)
 
     def get_scores(self, board_id: str, member_ids: Sequence[str], period: str) -> dict[str, ScoreState]:
         keys = [schema.score_key(board_id, member_id, period) for member_id in member_ids]
@@ -61,7 +87,7 @@ class Members:
         items = self.tables.batch_get(keys, consistent=False)
         data = {}
         for member_id in member_ids:
-            item = items.get((schema.member_pk(board_id, member_id), schema.PROFILE))
+            item = _live(items.get((schema.member_pk(board_id, member_id), schema.PROFILE)))
             data[member_id] = codecs.profile_from_item(item)["data"] if item else {}
         return data
 
@@ -109,7 +135,7 @@ class Members:
         profile_update: dict[str, Any] = {
             "Key": schema.profile_key(board_id, member_id),
             "UpdateExpression": f"SET {names}",
-            "ConditionExpression": "attribute_exists(pk)",
+            "ConditionExpression": schema.LIVE_PROFILE,
             "ExpressionAttributeValues": values,
         }
         if data is not None:
@@ -153,7 +179,7 @@ class Members:
         if expected_version is None:
             check = {
                 "Key": schema.profile_key(board_id, member_id),
-                "ConditionExpression": "attribute_exists(pk)",
+                "ConditionExpression": schema.LIVE_PROFILE,
             }
             actions.append(("member", {"ConditionCheck": check}))
         if not actions:
@@ -176,21 +202,72 @@ class Members:
             raise VersionConflict(member_id)
         raise RuntimeError(f"the score was not written: {codes}")
 
-    def delete_member(self, board_id: str, member_id: str) -> None:
-        """Delete every item of the member (its scores in every period, its rivals list),
-        the profile last: a delete that fails half-way is finished by its retry."""
-        pk = schema.member_pk(board_id, member_id)
-        request: dict[str, Any] = {
-            "KeyConditionExpression": "pk = :p",
-            "ExpressionAttributeValues": {":p": {"S": pk}},
-            "ProjectionExpression": "sk",
-            "ConsistentRead": True,
-        }
-        keys = [item["sk"]["S"] for item in self.tables.query_items(request)]
-        self.tables.batch_write(
-            [{"DeleteRequest": {"Key": schema.key(pk, k)}} for k in keys if k != schema.PROFILE]
+    def fence(self, board_id: str, member_id: str, now_us: int) -> int | None:
+        """The first step of a delete: mark the profile with the tombstone (``gone``, when the
+        delete began; a retried or concurrent delete keeps the first one, and gets it back).
+        From then on the member reads as missing and no write can create a score item or a
+        rivals list for it (they check ``LIVE_PROFILE``), so what the delete lists next is
+        all it must remove. None when there is no profile."""
+        names = {"#g": schema.TOMBSTONE}
+        found = self.tables.update_returning(
+            schema.profile_key(board_id, member_id),
+            "SET #g = if_not_exists(#g, :now)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues={":now": {"N": str(now_us)}},
         )
-        self.tables.delete(schema.profile_key(board_id, member_id))
+        return int(found[schema.TOMBSTONE]["N"]) if found is not None else None
+
+    def delete_member(self, board_id: str, member_id: str, gone_us: int) -> None:
+        """Delete every item of the member whose profile carries the tombstone ``gone_us``
+        (its scores in every period, its rivals list), the profile last: a delete that fails
+        half-way is finished by its retry. Called after ``fence``: a score item written
+        meanwhile either exists now (and is deleted) or fails its condition (its version, or
+        ``LIVE_PROFILE`` for a first score).
+
+        A second delete of the same member (a retried request beside the first) may run
+        late, after the first has finished and the member was added again: so each listing
+        reads the profile too, and stops when it no longer carries this tombstone; each
+        score item is deleted on the condition that it is as listed (its ``t``), and the
+        profile on the condition that it carries this tombstone. A score changed since it
+        was listed (a submission that landed first) is listed again."""
+        pk = schema.member_pk(board_id, member_id)
+        for _ in range(16):
+            # One consistent query: the profile (it sorts first: MEMBER < RIVALS < SCORE#),
+            # then the rest, read after it.
+            request: dict[str, Any] = {
+                "KeyConditionExpression": "pk = :p",
+                "ExpressionAttributeValues": {":p": {"S": pk}},
+                "ExpressionAttributeNames": {"#g": schema.TOMBSTONE},
+                "ProjectionExpression": "sk, t, #g",
+                "ConsistentRead": True,
+            }
+            found = list(self.tables.query_items(request))
+            if not found or found[0]["sk"]["S"] != schema.PROFILE or not self._carries(found[0], gone_us):
+                return  # another delete finished this member (and it may be back)
+            rest = found[1:]
+
+            def remove(item: Item) -> bool:
+                key = schema.key(pk, item["sk"]["S"])
+                if "t" not in item:  # the rivals list
+                    self.tables.delete(key)
+                    return True
+                return self.tables.delete_if(key, "t = :t", ExpressionAttributeValues={":t": item["t"]})
+
+            if all(fanout.gather(remove, rest)):
+                break
+        else:
+            raise RuntimeError(f"the scores of {member_id} kept changing while it was deleted")
+        self.tables.delete_if(
+            schema.profile_key(board_id, member_id),
+            "#g = :g",
+            ExpressionAttributeNames={"#g": schema.TOMBSTONE},
+            ExpressionAttributeValues={":g": {"N": str(gone_us)}},
+        )
+
+    @staticmethod
+    def _carries(profile: Item, gone_us: int) -> bool:
+        return bool(profile.get(schema.TOMBSTONE, {}).get("N") == str(gone_us))
 
     def count_submission(self, board_id: str, member_id: str, minute: str, limit: int, expires: int) -> bool:
         """Count one score submission of the member in ``minute``; False (nothing counted)

@@ -46,6 +46,13 @@ FOLD_MARK = "FOLD#"  # + member pk # fold id
 BUCKETS_MARK = "BUCKETS#"  # + eventId
 MARK_TTL_SECONDS = 2 * 24 * 3600  # longer than a stream's 24-hour retention
 
+# A member being deleted: its profile carries ``gone`` (when the delete began, µs) until the
+# delete has removed its other items and then the profile. Every write that could create a
+# score item or a rivals list for the member checks LIVE_PROFILE in its transaction, so none
+# lands after the delete has listed what to remove (no ranked member without a profile).
+TOMBSTONE = "gone"
+LIVE_PROFILE = f"attribute_exists(pk) AND attribute_not_exists({TOMBSTONE})"
+
 EVENT_BUCKETS = 64  # a hot member's events spread over 64 partition keys (docs/capacity.md)
 
 Key = dict[str, Any]
@@ -147,6 +154,12 @@ def inbox_sk(created_us: int, notification_id: str) -> str:
     return f"{created_us:017d}{SEPARATOR}{notification_id}"
 
 
+def inbox_bound(created_us: int) -> str:
+    """The inbox sort keys of notifications created at ``created_us`` or later are ``>=``
+    this; those created before are ``<`` it."""
+    return f"{created_us:017d}"
+
+
 def created_us_of_inbox_sk(sk: str) -> int:
     return int(sk.split(SEPARATOR, 1)[0])
 
@@ -204,11 +217,16 @@ def mark_item(mark: str) -> dict[str, Any]:
 
 # What each stream consumer is fed, as Lambda filter patterns (template.yaml's
 # FilterCriteria are these; a test checks): the aggregator takes member profiles coming and
-# going, logged events, and every change of a score; the notifier every change of a score.
+# going, logged events, and every change of a score; the notifier every change of a score
+# and member profiles going (it forgets a deleted member's social data, in stream order
+# before any later change of a member added again under the same id).
 _SCORES = {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": SCORE}]}}}}
 AGGREGATOR_FILTERS = [
     {"eventName": ["INSERT", "REMOVE"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}}},
     {"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": EVENTS}]}}}},
     _SCORES,
 ]
-NOTIFIER_FILTERS = [_SCORES]
+NOTIFIER_FILTERS = [
+    {"eventName": ["REMOVE"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}}},
+    _SCORES,
+]

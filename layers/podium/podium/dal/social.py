@@ -10,7 +10,7 @@ from typing import Any
 
 from podium import numbers
 from podium.dal import codecs, schema
-from podium.dal.client import Tables, deserializer, serializer
+from podium.dal.client import ItemMissing, Tables, deserializer, serializer
 from podium.models import LeaderState, Notification, Rivals, ScoreState
 
 
@@ -32,13 +32,25 @@ class Social:
         the edges of rivals dropped expire ``ended_ttl_s`` after the list (they stay while a
         late change may still be judged by the follow that ended: ``Rivals.ended``).
         Readers trust an edge only as far as the list agrees, so a request that fails
-        half-way changes nothing anyone can see."""
+        half-way changes nothing anyone can see.
+
+        The list is written only while the member exists and is not being deleted (one
+        transaction with a check of its profile), so a list written as the member is deleted
+        cannot outlive it; then the edges just added are taken back and ItemMissing raised."""
         added = [r for r in rivals.ids if r not in previous.ids]
         removed = [r for r in previous.ids if r not in rivals.ids]
         self.tables.batch_write(
             [{"PutRequest": {"Item": schema.edge_key(board_id, rival, member_id)}} for rival in added]
         )
-        self.tables.put(codecs.rivals_item(board_id, member_id, rivals))
+        check = {"Key": schema.profile_key(board_id, member_id), "ConditionExpression": schema.LIVE_PROFILE}
+        codes = self.tables.transact(
+            [{"ConditionCheck": check}, {"Put": {"Item": codecs.rivals_item(board_id, member_id, rivals)}}]
+        )
+        if codes is not None:
+            if codes[0] != "ConditionalCheckFailed":
+                raise RuntimeError(f"the rivals list was not written: {codes}")
+            self._delete_edges(board_id, member_id, [r for r in added if r not in previous.ended])
+            raise ItemMissing(member_id)
         expires = {"N": str(int(time.time()) + ended_ttl_s)}
         self.tables.batch_write(
             [
@@ -46,6 +58,49 @@ class Social:
                 for rival in removed
             ]
         )
+
+    def _delete_edges(self, board_id: str, follower: str, rivals: Sequence[str]) -> None:
+        self.tables.batch_write(
+            [{"DeleteRequest": {"Key": schema.edge_key(board_id, rival, follower)}} for rival in rivals]
+        )
+
+    def drop_follows(self, board_id: str, follower: str, rivals: Rivals) -> None:
+        """Delete the follower edges of ``follower``'s list: its rivals, and those it
+        stopped following lately (their edges wait out a TTL)."""
+        self._delete_edges(board_id, follower, sorted({*rivals.ids, *rivals.ended}))
+
+    def delete_followers(self, board_id: str, rival: str, followers: Sequence[str]) -> None:
+        """Delete the edges that say ``followers`` follow ``rival``."""
+        self.tables.batch_write(
+            [{"DeleteRequest": {"Key": schema.edge_key(board_id, rival, f)}} for f in followers]
+        )
+
+    def forget_rival(self, board_id: str, follower: str, rival: str, before_us: int) -> bool:
+        """Take ``rival`` out of ``follower``'s list if the follow began before ``before_us``
+        (a follow of the member that was deleted then). True when the follower does not
+        follow ``rival`` since ``before_us`` or later, so that its edge is stale; False when
+        it follows the member added again since (its edge stays). One conditional update on
+        the list's position of ``rival``: a list changed meanwhile is read again; done again
+        (a redelivered record) it finds nothing to take out."""
+        key = schema.rivals_key(board_id, follower)
+        for _ in range(8):
+            item = self.tables.get(key, consistent=True)
+            rivals = codecs.rivals_from_item(item) if item else None
+            if rivals is None or rival not in rivals.ids:
+                return True
+            since = rivals.since.get(rival)
+            if since is not None and since >= before_us:
+                return False
+            position = rivals.ids.index(rival)
+            if self.tables.update(
+                key,
+                f"REMOVE ids[{position}], since.#r",
+                ConditionExpression=f"ids[{position}] = :r",
+                ExpressionAttributeNames={"#r": rival},
+                ExpressionAttributeValues={":r": {"S": rival}},
+            ):
+                return True
+        raise RuntimeError(f"the rivals list of {follower} kept changing while {rival} was taken out")
 
     def followers(self, board_id: str, member_id: str) -> list[str]:
         """The members whose rivals list names ``member_id``, or did lately (one query,
@@ -101,14 +156,41 @@ class Social:
         )
 
     def list_notifications(
-        self, board_id: str, member_id: str, limit: int, before: str | None, now_s: int
+        self,
+        board_id: str,
+        member_id: str,
+        limit: int,
+        before: str | None,
+        now_s: int,
+        since_us: int = 0,
     ) -> tuple[list[Notification], str | None]:
-        """Newest first, below the inbox sort key ``before``, and the sort key to continue
-        below; items past their TTL that DynamoDB has not yet removed are skipped."""
+        """Newest first, below the inbox sort key ``before`` and created at ``since_us`` or
+        later, and the sort key to continue below; items past their TTL that DynamoDB has not
+        yet removed are skipped."""
+        since = schema.inbox_bound(since_us) if since_us > 0 else None
         items, next_key = self.tables.newest_first_page(
-            schema.inbox_pk(board_id, member_id), limit, before, now_s
+            schema.inbox_pk(board_id, member_id), limit, before, now_s, since=since
         )
         return [codecs.notification_from_item(item) for item in items], next_key
+
+    def clear_inbox(self, board_id: str, member_id: str, upto_us: int) -> int:
+        """Delete the member's notifications created at ``upto_us`` or before, a page (1 MB of
+        keys) at a time; how many there were."""
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :p AND sk < :b",
+            "ExpressionAttributeValues": {
+                ":p": {"S": schema.inbox_pk(board_id, member_id)},
+                ":b": {"S": schema.inbox_bound(upto_us + 1)},
+            },
+            "ProjectionExpression": "sk",
+        }
+        deleted = 0
+        for response in self.tables.query_pages(request):
+            keys = [item["sk"]["S"] for item in response.get("Items", [])]
+            pk = schema.inbox_pk(board_id, member_id)
+            self.tables.batch_write([{"DeleteRequest": {"Key": schema.key(pk, k)}} for k in keys])
+            deleted += len(keys)
+        return deleted
 
     # -- the leader -----------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ together with the notifications it causes (compare-and-set on the leader item), 
 delivered, so that neither a crash nor a concurrent consumer loses or doubles one.
 Delivery stores the notification in the inbox first and publishes to SNS only if it is
 not yet marked published: a publish is retried, never silently dropped.
+
+A member's profile removed (a DELETE) makes the notifier forget it (``stream.forget``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from podium.indexreads import read_keys
 from podium.models import BoardSettings, LeaderState, Notification, Unknown
 from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
 from podium.ranking import merge_shards
-from podium.stream.records import ScoreRecord, derived_id, score_record
+from podium.stream.forget import forget
+from podium.stream.records import ScoreRecord, derived_id, member_removal, score_record
 
 INBOX_TTL_SECONDS = 30 * 24 * 3600
 MAX_ATTEMPTS = 16
@@ -55,6 +58,10 @@ class Notifier:
         self.settings_of = settings_of
 
     def apply(self, raw: dict[str, Any]) -> None:
+        removal = member_removal(raw)
+        if removal is not None:
+            forget(self.social, removal)
+            return
         record = score_record(raw)
         if record is None:
             return

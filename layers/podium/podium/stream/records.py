@@ -102,6 +102,29 @@ def count_change(record: Record) -> CountChange | None:
     return None
 
 
+@dataclass(frozen=True)
+class MemberRemoval:
+    """A member's profile deleted: the member is gone from the board."""
+
+    board_id: str
+    member_id: str
+    # When its delete began (the profile's tombstone), the same on every delivery; from the
+    # stream's timestamp for a profile removed without one.
+    deleted_us: int
+
+
+def member_removal(record: Record) -> MemberRemoval | None:
+    pk, sk = keys_of(record)
+    if not (pk.startswith(schema.MEMBER) and sk == schema.PROFILE and record.get("eventName") == "REMOVE"):
+        return None
+    board_id, member_id = schema.parse_member_pk(pk)
+    stream = record["dynamodb"]
+    gone = _number(stream.get("OldImage"), schema.TOMBSTONE)
+    approximate = Decimal(str(stream.get("ApproximateCreationDateTime", 0)))
+    deleted = int(gone) if gone is not None else int(approximate * 1_000_000)
+    return MemberRemoval(board_id, member_id, deleted)
+
+
 def is_event_insert(record: Record) -> bool:
     pk, _ = keys_of(record)
     return pk.startswith(schema.EVENTS) and record.get("eventName") == "INSERT"
