@@ -1,4 +1,4 @@
-"""Deleting a member forgets it (API.md, DELETE of a member): its scores in every period,
+"""Deleting a member forgets it (docs/api.md, DELETE of a member): its scores in every period,
 its rivals list and its follower edges, its inbox, and its place in the rivals lists of
 the members who followed it. A member added again starts afresh, even before the stream
 has caught up, and a write that races the delete never leaves a ranked member without a
