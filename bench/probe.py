@@ -12,7 +12,7 @@ from typing import Any
 
 from podium import head
 from podium.dal import Database
-from podium.dal.schema import head_key, profile_key, score_key
+from podium.dal.schema import head_key, profile_key, score_key, submissions_key
 from podium.keys import RankOrder, member_of_key
 
 BOARD = "probe"
@@ -185,5 +185,16 @@ def probe(store: Database) -> list[dict[str, Any]]:
     )
     note("UpdateItem", "score item, index key unchanged", same)
     note("DeleteItem", "score item", client.delete_item(TableName=table, Key=key))
+    # What maxSubmissionsPerMinute adds to a submission: the member's counter of the minute
+    # (the request of podium.dal.members count_submission).
+    counted = client.update_item(
+        TableName=table,
+        Key=submissions_key(BOARD, "a", "2026-11-24T20:00"),
+        UpdateExpression="ADD submissions :one SET #ttl = :ttl",
+        ConditionExpression="attribute_not_exists(submissions) OR submissions < :limit",
+        ExpressionAttributeNames={"#ttl": "ttl"},
+        ExpressionAttributeValues={":one": {"N": "1"}, ":limit": {"N": "30"}, ":ttl": {"N": "0"}},
+    )
+    note("UpdateItem", "a member's submissions this minute (maxSubmissionsPerMinute)", counted)
     head_items(store, note)
     return found
