@@ -603,6 +603,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "BENCH_BIG_MEMBERS=300000 make bench # the one big board's size (1,000,000 by default; 0: none)",
         "BENCH_CHURN_S=0 make bench          # skip top-k while scores change (60 s a board by default)",
         "python -m bench --coldstart-only    # measure cold start again into the last results, rewrite",
+        "python -m bench --probe-only        # one request of each kind again into the last results, rewrite",
         "```",
         "",
         "`make bench` installs what it needs: the packages of `requirements-bench.txt` into `.venv`, and "

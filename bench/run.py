@@ -529,6 +529,20 @@ def measure_cold_start() -> dict[str, Any] | None:
     return {"result": result, "markdown": table(result) if table else None}
 
 
+def measure_probes(data: Path) -> list[dict[str, Any]]:
+    """One request of each kind the service sends, on a DynamoDB Local of its own
+    (``bench/probe.py``): what ``--probe-only`` refreshes without the whole run."""
+    import boto3
+
+    use_local_credentials()
+    dynamodb = DynamoDBLocal.start(log_path=data / "dynamodb-local.log")
+    try:
+        client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint)
+        return probe.probe(Database.connect(create_tables(client, "bench-"), client=client))
+    finally:
+        dynamodb.stop()
+
+
 def run(plan: Plan) -> dict[str, Any]:
     import boto3
     import redis as _redis  # noqa: F401 - fail before the load if the bench packages are missing
