@@ -31,7 +31,7 @@ BOARD_ID = "images"
 SCORES = IMAGE_VIEWS  # the image example of the references, owned by ana
 DATA = {"owner": "ana"}
 BOARD_FIELDS = {"boardId", "order", "operator", "tieBreak", "shards", "title", "memberCount", "createdAt"}
-MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "createdAt", "updatedAt"}
+MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "hidden", "createdAt", "updatedAt"}
 
 Invoke = Callable[..., Any]
 
@@ -296,6 +296,7 @@ def test_get_member(invoke: Invoke, images: None) -> None:
     assert (body["boardId"], body["memberId"]) == (BOARD_ID, "img-001.jpg")
     assert body["score"] == Decimal(SCORES["img-001.jpg"])
     assert body["data"] == DATA
+    assert body["hidden"] is False
 
 
 def test_delete_member(invoke: Invoke, images: None) -> None:

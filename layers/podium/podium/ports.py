@@ -53,6 +53,10 @@ class MemberStore(Protocol):
         self, board_id: str, member_id: str, period: str
     ) -> tuple[dict[str, Any] | None, ScoreState | None]: ...
     def exists(self, board_id: str, member_id: str) -> bool: ...
+    def hidden(self, board_id: str, member_id: str) -> bool | None: ...
+    def scores_between(
+        self, board_id: str, member_id: str, first: str, last: str
+    ) -> dict[str, ScoreState]: ...
     def get_scores(self, board_id: str, member_ids: Sequence[str], period: str) -> dict[str, ScoreState]: ...
     def get_data(self, board_id: str, member_ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
     def create_member(
@@ -64,6 +68,7 @@ class MemberStore(Protocol):
         period: str,
         now: datetime,
         mark: str | None = None,
+        hidden: bool = False,
     ) -> bool: ...
     def update_member(
         self,
@@ -73,6 +78,8 @@ class MemberStore(Protocol):
         score: tuple[int | None, ScoreState, Placement] | None,
         period: str,
         now: datetime,
+        hidden_was: bool = False,
+        hidden: bool | None = None,
     ) -> None: ...
     def write_score(
         self,

@@ -108,10 +108,19 @@ class Tables:
 
     # -- single requests --------------------------------------------------------------
 
-    def get(self, key: Item, *, consistent: bool = False, projection: str | None = None) -> Item | None:
+    def get(
+        self,
+        key: Item,
+        *,
+        consistent: bool = False,
+        projection: str | None = None,
+        names: dict[str, str] | None = None,
+    ) -> Item | None:
         request: dict[str, Any] = {"TableName": self.table, "Key": key, "ConsistentRead": consistent}
         if projection is not None:
             request["ProjectionExpression"] = projection
+        if names:
+            request["ExpressionAttributeNames"] = names
         with translate_throttling():
             response = self.client.get_item(**request)
         return response.get("Item")

@@ -199,10 +199,15 @@ def mark_item(mark: str) -> dict[str, Any]:
 
 # What each stream consumer is fed, as Lambda filter patterns (template.yaml's
 # FilterCriteria are these; a test checks): the aggregator takes member profiles coming and
-# going, logged events, and every change of a score; the notifier every change of a score.
+# going, or being hidden or shown (a change of a profile that is or was hidden: not every
+# change of a member's data), logged events, and every change of a score; the notifier
+# every change of a score.
 _SCORES = {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": SCORE}]}}}}
+_HIDDEN = {"hidden": {"BOOL": [True]}}
 AGGREGATOR_FILTERS = [
     {"eventName": ["INSERT", "REMOVE"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}}},
+    {"eventName": ["MODIFY"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}, "NewImage": _HIDDEN}},
+    {"eventName": ["MODIFY"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}, "OldImage": _HIDDEN}},
     {"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": EVENTS}]}}}},
     _SCORES,
 ]
