@@ -28,7 +28,8 @@ def next_state(state: ScoreState | None, score: Decimal, reached_at_us: int, hid
     """The score item's state after a write of ``score``, for a member hidden or not."""
     if state is None:
         return ScoreState.first(score, reached_at_us, hidden)
-    return replace(state.then(score, reached_at_us), hidden=hidden)
+    written = state.then(score, reached_at_us)
+    return written if state.hidden == hidden else written.shown(not hidden, reached_at_us)
 
 
 def readable_periods(settings: BoardSettings, current: str) -> tuple[str, str]:
@@ -134,7 +135,7 @@ class MemberService:
                 return  # gone, or already as wanted
             # A new version, so that a submission that read the item before fails its
             # condition and places its score by the new flag.
-            written = state.shown(visible)
+            written = state.shown(visible, to_microseconds(self.boards.clock()))
             placement = keys.placement(board_id, settings, member_id, written, period)
             try:
                 self.members.write_score(board_id, member_id, state.version, written, placement, period)

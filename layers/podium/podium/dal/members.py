@@ -30,7 +30,7 @@ class Members:
 
     def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None:
         item = self.tables.get(
-            schema.score_key(board_id, member_id, period), consistent=True, projection="s, v, t, h, hd"
+            schema.score_key(board_id, member_id, period), consistent=True, projection="s, v, t, h, hd, ht"
         )
         return codecs.score_from_item(item) if item else None
 

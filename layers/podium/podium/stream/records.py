@@ -74,6 +74,11 @@ def score_record(record: Record) -> ScoreRecord | None:
     old_image = stream.get("OldImage")
     reached = _number(new_image, "t")
     approximate = Decimal(str(stream.get("ApproximateCreationDateTime", 0)))
+    hidden = bool(new_image and "hd" in new_image)
+    if old_image and new_image and hidden != ("hd" in old_image):
+        # A hide or an unhide keeps the score and its reachedAt, maybe weeks old: what it
+        # causes (a new leader) happened when it was written.
+        reached = _number(new_image, "ht")
     return ScoreRecord(
         event_id=str(record["eventID"]),
         event_name=str(record["eventName"]),
@@ -86,7 +91,7 @@ def score_record(record: Record) -> ScoreRecord | None:
         old_sort_key=old_image["rsk"]["S"] if old_image and "rsk" in old_image else None,
         changed_us=int(reached) if reached is not None else int(approximate * 1_000_000),
         written_us=int(max(_number(new_image, "t") or 0, _number(old_image, "t") or 0)),
-        hidden=bool(new_image and "hd" in new_image),
+        hidden=hidden,
     )
 
 
