@@ -195,3 +195,44 @@ def test_a_hide_reaches_every_readable_period_and_the_first_score_of_a_new_one(
     assert listing("2030-01-13") == ["cheat", "ana"]
     for day in days[1:]:
         assert listing(day) == ["cheat", "ana", "bob"], day
+
+
+def test_a_hidden_members_changes_still_reach_its_rollup_targets(
+    service: Services, local_tables: Settings, dynamodb_client: Any, dynamodb_endpoint: str
+) -> None:
+    # Given a source rolling up into two increment boards, on one of which the member is
+    # hidden too
+    source, shown_target, hidden_target = unique_id("src"), unique_id("all"), unique_id("all-hid")
+    service.boards.put_board(shown_target, board_request({}))
+    service.boards.put_board(hidden_target, board_request({}))
+    service.boards.put_board(
+        source, board_request({"rollupTo": [shown_target, hidden_target]}, own_id=source)
+    )
+    service.members.put_member(hidden_target, "cheat", member_request({"hidden": True}))
+    stream = Stream(dynamodb_client, dynamodb_endpoint, local_tables.table_name, source)
+
+    # When the member scores on the source, is hidden there, and scores again
+    service.members.put_member(source, "cheat", member_request({"score": Decimal(10)}))
+    service.members.put_member(source, "ana", member_request({"score": Decimal(3)}))
+    hide(service, source, "cheat", True)
+    service.members.submit_score(source, "cheat", Decimal(5))
+    aggregator = Aggregator(service.db, service.boards.settings, service.clock)
+    stream.fetch()
+    batch = stream.take(len(stream.pending))
+    for record in batch + batch:  # delivered twice
+        aggregator.apply(record)
+
+    # Then both targets took every change once, the one made while hidden included
+    for target in (shown_target, hidden_target):
+        assert service.members.get_member(target, "cheat").score == Decimal(15)
+    # and the member is ranked where it is not hidden, and hidden where it is
+    listed = service.reads.top(shown_target, 10, None, False, consistent=True).entries
+    assert [(e.member_id, e.score) for e in listed] == [("cheat", Decimal(15)), ("ana", Decimal(3))]
+    assert service.members.get_member(shown_target, "cheat").hidden is False
+    listed = service.reads.top(hidden_target, 10, None, False, consistent=True).entries
+    assert [e.member_id for e in listed] == ["ana"]
+    assert service.members.get_member(hidden_target, "cheat").hidden is True
+    # while on the source it stays out of the ranking
+    assert [e.member_id for e in service.reads.top(source, 10, None, False, consistent=True).entries] == [
+        "ana"
+    ]
