@@ -34,7 +34,7 @@ BOARD_FIELDS = {
     "limits",
     "createdAt",
 }
-MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "createdAt", "updatedAt"}
+MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "hidden", "createdAt", "updatedAt"}
 
 IMAGES = IMAGE_VIEWS
 IMAGES_IN_ORDER = ["img-006.jpg", "img-004.jpg", "img-005.jpg", "img-001.jpg", "img-002.jpg", "img-003.jpg"]
@@ -653,6 +653,7 @@ def test_put_member_creates_201_then_200(stack_url: str) -> None:
         0,
         {"name": "Ana"},
     )
+    assert created["hidden"] is False  # nobody is hidden unless an admin hides it
     assert ISO_UTC.match(created["createdAt"])
     assert ISO_UTC.match(created["updatedAt"])
     assert second.status_code == 200, second.text
@@ -678,6 +679,7 @@ def test_get_member_returns_the_representation(stack_url: str) -> None:
     assert body["memberId"] == "img-006.jpg"
     assert body["score"] == 94
     assert body["data"] == {"owner": "ana", "tags": ["sea", 1]}
+    assert body["hidden"] is False
     assert body["createdAt"] == put.json()["createdAt"]
     assert ISO_UTC.match(body["updatedAt"])
 

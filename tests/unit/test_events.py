@@ -43,7 +43,7 @@ BOARD_FIELDS = {
     "limits",
     "createdAt",
 }
-MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "createdAt", "updatedAt"}
+MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "hidden", "createdAt", "updatedAt"}
 
 Invoke = Callable[..., Any]
 
@@ -336,6 +336,7 @@ def test_get_member(invoke: Invoke, images: None) -> None:
     assert (body["boardId"], body["memberId"]) == (BOARD_ID, "img-001.jpg")
     assert body["score"] == Decimal(SCORES["img-001.jpg"])
     assert body["data"] == DATA
+    assert body["hidden"] is False
 
 
 def test_delete_member(invoke: Invoke, images: None) -> None:

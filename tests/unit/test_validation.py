@@ -90,3 +90,20 @@ def test_query_parameters() -> None:
     assert validation.query_bool({"withData": "true"}, "withData") is True
     with pytest.raises(ValidationError, match="withData must be true or false"):
         validation.query_bool({"withData": "yes"}, "withData")
+
+
+def test_hidden_is_a_boolean_the_member_request_carries() -> None:
+    # Given bodies that hide, show, leave alone, and misname the flag
+    # When they are validated
+    hiding = validation.member_request({"hidden": True})
+    showing = validation.member_request({"hidden": False, "score": Decimal(3)})
+    untouched = validation.member_request({"data": {}})
+
+    # Then the request carries the flag (for the admin-only check) or None
+    assert (hiding.hidden, showing.hidden, untouched.hidden) == (True, False, None)
+    assert showing.score == Decimal(3)
+    # and anything but a JSON boolean is a 400 that names the field
+    wrongs: tuple[object, ...] = ("true", 1, Decimal(0), None, {})
+    for wrong in wrongs:
+        with pytest.raises(ValidationError, match="hidden must be true or false"):
+            validation.member_request({"hidden": wrong})

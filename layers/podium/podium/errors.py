@@ -77,3 +77,12 @@ class AlreadyApplied(Exception):
 
 class BucketMoved(Exception):
     """A bucket was split, or what it records changed, since it was read: read again."""
+
+
+class HiddenChanged(Exception):
+    """A member's first score of a period was written for a member hidden (or shown) as
+    assumed, and its profile says otherwise now: write it again as ``hidden`` says."""
+
+    def __init__(self, member_id: str, hidden: bool) -> None:
+        super().__init__(member_id)
+        self.hidden = hidden

@@ -5,12 +5,21 @@ events of a hot counter."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC
 from decimal import Decimal
 
 from podium import keys, numbers, periods, retry, validation
 from podium.boards import BoardService, to_microseconds
-from podium.errors import Conflict, ItemMissing, NotFound, RateLimited, ValidationError, VersionConflict
+from podium.errors import (
+    Conflict,
+    HiddenChanged,
+    ItemMissing,
+    NotFound,
+    RateLimited,
+    ValidationError,
+    VersionConflict,
+)
 from podium.models import BoardSettings, Limits, Member, ScoreChange, ScoreState
 from podium.ports import EventStore, MemberStore, SocialStore
 from podium.validation import EventRequest, MemberRequest
@@ -27,9 +36,20 @@ def apply_operator(settings: BoardSettings, old: Decimal | None, value: Decimal)
     return value
 
 
-def next_state(state: ScoreState | None, score: Decimal, reached_at_us: int) -> ScoreState:
-    """The score item's state after a write of ``score``."""
-    return state.then(score, reached_at_us) if state else ScoreState.first(score, reached_at_us)
+def next_state(state: ScoreState | None, score: Decimal, reached_at_us: int, hidden: bool) -> ScoreState:
+    """The score item's state after a write of ``score``, for a member hidden or not."""
+    if state is None:
+        return ScoreState.first(score, reached_at_us, hidden)
+    written = state.then(score, reached_at_us)
+    return written if state.hidden == hidden else written.shown(not hidden, reached_at_us)
+
+
+def readable_periods(settings: BoardSettings, current: str) -> tuple[str, str]:
+    """The first and last period a read can ask for (``periods.resolve``): a hide or an
+    unhide touches the member's score items of these only, at most retainPeriods + 1."""
+    if settings.reset == "never":
+        return current, current
+    return periods.shift(settings.reset, current, -settings.retain_periods), current
 
 
 def contended(member_id: str) -> Conflict:
@@ -51,7 +71,8 @@ class MemberService:
 
     def put_member(self, board_id: str, member_id: str, request: MemberRequest) -> tuple[Member, bool]:
         """Add the member or replace its data; a score given goes to the current period
-        (on a board that never resets, a new member starts at 0)."""
+        (on a board that never resets, a new member starts at 0). ``hidden`` given hides
+        or shows the member in every readable period (``show``)."""
         settings = self.boards.settings(board_id)
         windowed = settings.reset != "never"
         for _ in retry.attempts():
@@ -60,28 +81,82 @@ class MemberService:
             profile, state = self.members.get_member(board_id, member_id, period)
             reached = to_microseconds(now)
             if profile is None:
+                hidden = bool(request.hidden)
                 score = request.score if request.score is not None or windowed else Decimal(0)
                 data = request.data if request.data is not None else {}
                 new = None
                 if score is not None:
-                    first = ScoreState.first(score, reached)
+                    first = ScoreState.first(score, reached, hidden)
                     new = (first, keys.placement(board_id, settings, member_id, first, period))
-                if self.members.create_member(board_id, member_id, data, new, period, now):
-                    return Member(board_id, member_id, score, data, now, now), True
+                if self.members.create_member(board_id, member_id, data, new, period, now, hidden=hidden):
+                    return Member(board_id, member_id, score, data, now, now, hidden), True
                 continue
+            was = bool(profile["hidden"])
+            hidden = was if request.hidden is None else request.hidden
             change = None
             score = state.score if state else None
             if request.score is not None and request.score != score:
                 score = request.score
-                written = next_state(state, score, reached)
+                written = next_state(state, score, reached, hidden)
                 placement = keys.placement(board_id, settings, member_id, written, period)
                 change = (state.version if state else None, written, placement)
             try:
-                self.members.update_member(board_id, member_id, request.data, change, period, now)
+                # On the condition that the profile is still hidden as read: the score
+                # written was placed (or not) by it.
+                self.members.update_member(
+                    board_id, member_id, request.data, change, period, now, was, request.hidden
+                )
             except (VersionConflict, ItemMissing):
                 continue
+            if request.hidden is not None:
+                # Also when nothing changed: a PUT repeated finishes one that failed half-way.
+                self.show(board_id, member_id, visible=not request.hidden)
             data = request.data if request.data is not None else profile["data"]
-            return Member(board_id, member_id, score, data, profile["createdAt"], now), False
+            return Member(board_id, member_id, score, data, profile["createdAt"], now, hidden), False
+        raise contended(member_id)
+
+    def show(self, board_id: str, member_id: str, *, visible: bool) -> None:
+        """Give the member's score item of every readable period the index keys (shown)
+        or take them away (hidden), as its profile (already written) says. The stream sees
+        each as the member arriving at its score or leaving, in every structure it keeps.
+
+        A first score of a period written meanwhile learns the flag from the profile
+        (``MemberStore.write_score``); a hide and an unhide racing each other are settled
+        by reading the profile again after the items: whoever wrote it last, the items end
+        as it says."""
+        settings = self.boards.settings(board_id)
+        for _ in retry.attempts():
+            current = periods.period_of(settings.reset, self.boards.clock())
+            first, last = readable_periods(settings, current)
+            for period, state in self.members.scores_between(board_id, member_id, first, last).items():
+                self._show_score(board_id, settings, member_id, period, state, visible)
+            hidden = self.members.hidden(board_id, member_id)
+            if hidden is None or hidden != visible:
+                return  # deleted meanwhile, or the items are as the profile says
+            visible = not hidden
+        raise contended(member_id)
+
+    def _show_score(
+        self,
+        board_id: str,
+        settings: BoardSettings,
+        member_id: str,
+        period: str,
+        state: ScoreState | None,
+        visible: bool,
+    ) -> None:
+        for _ in retry.attempts():
+            if state is None or state.hidden != visible:
+                return  # gone, or already as wanted
+            # A new version, so that a submission that read the item before fails its
+            # condition and places its score by the new flag.
+            written = state.shown(visible, to_microseconds(self.boards.clock()))
+            placement = keys.placement(board_id, settings, member_id, written, period)
+            try:
+                self.members.write_score(board_id, member_id, state.version, written, placement, period)
+                return
+            except VersionConflict:
+                state = self.members.get_score(board_id, member_id, period)
         raise contended(member_id)
 
     def get_member(self, board_id: str, member_id: str, requested_period: str | None = None) -> Member:
@@ -97,6 +172,7 @@ class MemberService:
             profile["data"],
             profile["createdAt"],
             profile["updatedAt"],
+            bool(profile["hidden"]),
         )
 
     def delete_member(self, board_id: str, member_id: str) -> None:
@@ -155,6 +231,9 @@ class MemberService:
         )
 
     def _submit(self, board_id: str, member_id: str, value: Decimal, settings: BoardSettings) -> ScoreChange:
+        # Whether a first score of the period is written hidden: assumed not (no read),
+        # and learnt from the profile in the rare case it is.
+        first_hidden = False
         for _ in retry.attempts():
             now = self.boards.clock()
             period = periods.period_of(settings.reset, now)
@@ -169,7 +248,8 @@ class MemberService:
                 raise ValidationError(f"value would take the score out of bounds: {error.message}") from error
             if state is not None and new_score == state.score:
                 return ScoreChange(member_id, state.score, state.score)
-            written = next_state(state, new_score, to_microseconds(now))
+            hidden = state.hidden if state else first_hidden
+            written = next_state(state, new_score, to_microseconds(now), hidden)
             placement = keys.placement(board_id, settings, member_id, written, period)
             try:
                 self.members.write_score(
@@ -177,6 +257,9 @@ class MemberService:
                 )
             except ItemMissing as error:
                 raise missing(member_id, board_id) from error
+            except HiddenChanged as changed:
+                first_hidden = changed.hidden
+                continue
             except VersionConflict:
                 continue
             return ScoreChange(member_id, new_score, old)
@@ -212,5 +295,5 @@ class MemberService:
         )
         base = state.score if state else None
         score = numbers.add(base or Decimal(0), pending_sum) if (base is not None or pending) else None
-        fresh = Member(board_id, member_id, score, member.data, member.created_at, member.updated_at)
+        fresh = replace(member, score=score)
         return fresh, pending

@@ -144,10 +144,14 @@ class ScoreState:
     # back to the item's first score (older ones are dropped to keep within HISTORY_CHARS).
     history: tuple[tuple[int, Decimal], ...] = ()
     history_complete: bool = True
+    # A hidden member's score item is kept up to date but carries no index keys, so that
+    # no ranking, and nothing the stream derives from the index keys, sees it.
+    hidden: bool = False
+    shown_at_us: int = 0  # when the member was last hidden or shown (0: never)
 
     @classmethod
-    def first(cls, score: Decimal, reached_at_us: int) -> ScoreState:
-        return cls(score, 1, reached_at_us)
+    def first(cls, score: Decimal, reached_at_us: int, hidden: bool = False) -> ScoreState:
+        return cls(score, 1, reached_at_us, hidden=hidden)
 
     def then(self, score: Decimal, reached_at_us: int) -> ScoreState:
         """The state after a write of ``score``: a new score remembers this one; the same
@@ -159,7 +163,20 @@ class ScoreState:
         while kept and len(encode_history(kept)) > HISTORY_CHARS:
             kept = kept[:-1]
         complete = self.history_complete and len(kept) == len(held)
-        return ScoreState(score, self.version + 1, reached_at_us, kept, complete)
+        return replace(
+            self,
+            score=score,
+            version=self.version + 1,
+            reached_at_us=reached_at_us,
+            history=kept,
+            history_complete=complete,
+        )
+
+    def shown(self, visible: bool, now_us: int) -> ScoreState:
+        """The state after a hide (``visible`` False) or an unhide at ``now_us``: the same
+        score, time and history, and a new version, so that a write that read the state
+        before fails its condition and reads it again."""
+        return replace(self, version=self.version + 1, hidden=not visible, shown_at_us=now_us)
 
     def score_at(self, moment_us: int) -> Decimal | Unknown | None:
         """The score this member held at ``moment_us``: None when it had none yet in this
@@ -237,6 +254,7 @@ class Member:
     data: dict[str, Any]
     created_at: datetime
     updated_at: datetime
+    hidden: bool = False  # taken out of every ranking by an admin (its scores still count)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -244,6 +262,7 @@ class Member:
             "memberId": self.member_id,
             "score": self.score,
             "data": self.data,
+            "hidden": self.hidden,
             "createdAt": iso(self.created_at),
             "updatedAt": iso(self.updated_at),
         }

@@ -200,6 +200,8 @@ class ReadService:
             raise NotFound(
                 f"member {member_id} has no score in period {read.period} of board {read.board.board_id}"
             )
+        if state.hidden:
+            raise NotFound(f"member {member_id} is hidden on board {read.board.board_id}: it has no rank")
         return IndexEntry(
             read.order.sort_key(state.score, member_id, state.reached_at_us), member_id, state.score
         )
@@ -271,7 +273,9 @@ class ReadService:
         read = self._read(board_id, requested_period)
         order = read.order
         states = self.members.get_scores(board_id, member_ids, read.period)
-        entries = sorted((self._entry(read, m, s) for m, s in states.items()), key=lambda e: e.sort_key)
+        # A hidden member is left out, as an unknown id is.
+        shown = ((m, s) for m, s in states.items() if not s.hidden)
+        entries = sorted((self._entry(read, m, s) for m, s in shown), key=lambda e: e.sort_key)
         if not entries:
             return []
         bounds = [e.sort_key if order.earliest else order.score_bound(e.score) for e in entries]

@@ -216,10 +216,13 @@ def board_request(body: dict[str, Any], own_id: str = "") -> BoardRequest:
 class MemberRequest:
     data: dict[str, Any] | None
     score: Decimal | None
+    # Hide (True) or show (False) the member; None leaves it as it is. An admin's field:
+    # the request carries it so that the access check can refuse it to anyone else.
+    hidden: bool | None = None
 
 
 def member_request(body: dict[str, Any]) -> MemberRequest:
-    _only(body, ("data", "score"))
+    _only(body, ("data", "score", "hidden"))
     data = body.get("data")
     if "data" in body:
         if not isinstance(data, dict):
@@ -230,7 +233,10 @@ def member_request(body: dict[str, Any]) -> MemberRequest:
                 f"data is {size} bytes once serialised, over the limit of {MAX_DATA_BYTES} bytes (64 KiB)"
             )
     score = numbers.check_score(body["score"], "score") if "score" in body else None
-    return MemberRequest(data=data, score=score)
+    hidden = body.get("hidden")
+    if "hidden" in body and not isinstance(hidden, bool):
+        raise ValidationError("hidden must be true or false")
+    return MemberRequest(data=data, score=score, hidden=hidden)
 
 
 def score_value(body: dict[str, Any]) -> Decimal:

@@ -105,9 +105,16 @@ def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: 
         "s": serializer.serialize(state.score),
         "v": {"N": str(state.version)},
         "t": {"N": str(state.reached_at_us)},
-        "rpk": {"S": partition},
-        "rsk": {"S": sort_key},
     }
+    if state.hidden:
+        # No index keys: the ranking index (a sparse GSI) and every stream consumer that
+        # follows them see the member leave, and see nothing of its later changes.
+        attributes["hd"] = {"BOOL": True}
+    else:
+        attributes["rpk"] = {"S": partition}
+        attributes["rsk"] = {"S": sort_key}
+    if state.shown_at_us:
+        attributes["ht"] = {"N": str(state.shown_at_us)}
     if state.version > 1:
         attributes["h"] = {"S": state.history_text()}
     if expires is not None:  # a period's ranking expires once it is past retainPeriods
@@ -121,7 +128,9 @@ def score_from_item(item: Item) -> ScoreState:
     version = int(item["v"]["N"])
     # An item written before scores kept their history knows none of its older scores.
     history, complete = decode_history(item["h"]["S"]) if "h" in item else ((), version == 1)
-    return ScoreState(score, version, int(item["t"]["N"]), history, complete)
+    hidden = bool(item.get("hd", {}).get("BOOL", False))
+    shown_at = int(item["ht"]["N"]) if "ht" in item else 0
+    return ScoreState(score, version, int(item["t"]["N"]), history, complete, hidden, shown_at)
 
 
 def profile_from_item(item: Item) -> dict[str, Any]:
@@ -129,6 +138,7 @@ def profile_from_item(item: Item) -> dict[str, Any]:
         "data": numbers.loads(item["data"]["S"]) if "data" in item else {},
         "createdAt": parse_timestamp(item["createdAt"]["S"]),
         "updatedAt": parse_timestamp(item["updatedAt"]["S"]),
+        "hidden": bool(item.get("hidden", {}).get("BOOL", False)),
     }
 
 

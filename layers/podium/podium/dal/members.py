@@ -18,9 +18,19 @@ from podium.dal.client import (
     parse_timestamp,
     timestamp,
 )
+from podium.errors import HiddenChanged
 from podium.models import Placement, ScoreState
 
 PROFILE_FIELDS = "data, createdAt, updatedAt"
+# The profile's ``hidden`` attribute exists only while the member is hidden (true).
+HIDDEN_NAME = {"#hd": "hidden"}
+TRUE = {"BOOL": True}
+
+
+def _hidden_is(hidden: bool) -> str:
+    """A condition on the profile: the member exists, no delete has begun (``LIVE_PROFILE``:
+    the tombstone), and it is hidden (or not), as the write assumes."""
+    return f"{schema.LIVE_PROFILE} AND " + ("#hd = :hidden" if hidden else "attribute_not_exists(#hd)")
 
 
 def _live(profile: Item | None) -> Item | None:
@@ -34,7 +44,7 @@ class Members:
 
     def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None:
         item = self.tables.get(
-            schema.score_key(board_id, member_id, period), consistent=True, projection="s, v, t, h"
+            schema.score_key(board_id, member_id, period), consistent=True, projection="s, v, t, h, hd, ht"
         )
         return codecs.score_from_item(item) if item else None
 
@@ -52,6 +62,36 @@ class Members:
             codecs.profile_from_item(profile) if profile else None,
             codecs.score_from_item(score) if score else None,
         )
+
+    def hidden(self, board_id: str, member_id: str) -> bool | None:
+        """Whether the member is hidden, read consistently; None when it does not exist."""
+        item = _live(
+            self.tables.get(
+                schema.profile_key(board_id, member_id),
+                consistent=True,
+                projection="pk, #hd, #g",
+                names={**HIDDEN_NAME, "#g": schema.TOMBSTONE},
+            )
+        )
+        return None if item is None else "hidden" in item
+
+    def scores_between(self, board_id: str, member_id: str, first: str, last: str) -> dict[str, ScoreState]:
+        """The member's score items of the periods ``first`` to ``last`` (their ids sort in
+        time order), read consistently in one query: a hide touches at most these."""
+        pk = schema.member_pk(board_id, member_id)
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :p AND sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeValues": {
+                ":p": {"S": pk},
+                ":lo": {"S": schema.score_sk(first)},
+                ":hi": {"S": schema.score_sk(last)},
+            },
+            "ConsistentRead": True,
+        }
+        return {
+            schema.period_of_score_sk(item["sk"]["S"]): codecs.score_from_item(item)
+            for item in self.tables.query_items(request)
+        }
 
     def exists(self, board_id: str, member_id: str) -> bool:
         return self.joined_us(board_id, member_id) is not None
@@ -100,6 +140,7 @@ class Members:
         period: str,
         now: datetime,
         mark: str | None = None,
+        hidden: bool = False,
     ) -> bool:
         """Create the profile and (unless ``score`` is None) score items together, with
         ``mark``, the mark of the stream record that causes it; False, writing nothing,
@@ -110,6 +151,8 @@ class Members:
             "createdAt": {"S": timestamp(now)},
             "updatedAt": {"S": timestamp(now)},
         }
+        if hidden:
+            profile["hidden"] = TRUE
         items = [profile]
         if score is not None:
             items.append(self._score_item(board_id, member_id, period, *score))
@@ -125,21 +168,30 @@ class Members:
         score: tuple[int | None, ScoreState, Placement] | None,
         period: str,
         now: datetime,
+        hidden_was: bool = False,
+        hidden: bool | None = None,
     ) -> None:
-        """Replace the data (when given) and the score (when given, as ``(expected version,
-        new state, its placement)``) of an existing member, atomically."""
+        """Replace the data (when given), the score (when given, as ``(expected version,
+        new state, its placement)``) and whether the member is hidden (when not None) of an
+        existing member, atomically, on the condition that it is hidden as ``hidden_was``
+        says (the score given was placed by it; else ItemMissing, and the caller reads
+        again)."""
         names = "updatedAt = :u" + (", #d = :d" if data is not None else "")
         values: dict[str, Any] = {":u": {"S": timestamp(now)}}
         if data is not None:
             values[":d"] = {"S": numbers.dumps(data)}
+        if hidden:
+            names += ", #hd = :hidden"
+        if hidden_was or hidden:
+            values[":hidden"] = TRUE
+        expression = f"SET {names}" + (" REMOVE #hd" if hidden is False else "")
         profile_update: dict[str, Any] = {
             "Key": schema.profile_key(board_id, member_id),
-            "UpdateExpression": f"SET {names}",
-            "ConditionExpression": schema.LIVE_PROFILE,
+            "UpdateExpression": expression,
+            "ConditionExpression": _hidden_is(hidden_was),
             "ExpressionAttributeValues": values,
+            "ExpressionAttributeNames": {**HIDDEN_NAME, **({"#d": "data"} if data is not None else {})},
         }
-        if data is not None:
-            profile_update["ExpressionAttributeNames"] = {"#d": "data"}
         if score is None:
             key, expression = profile_update.pop("Key"), profile_update.pop("UpdateExpression")
             if not self.tables.update(key, expression, **profile_update):
@@ -168,7 +220,8 @@ class Members:
     ) -> None:
         """Replace the score item if it still has ``expected_version`` (optimistic
         locking), or (None) write the member's first score in ``period`` if the member
-        exists (else ItemMissing).
+        exists (else ItemMissing) and is hidden as ``state`` is (else HiddenChanged: a
+        member's first score in a period learns from its profile whether it is hidden).
 
         With ``mark``, the mark of the stream record that causes the change is written in
         the same transaction, so the change is applied once (else AlreadyApplied)."""
@@ -177,10 +230,13 @@ class Members:
         if mark is not None:
             actions.append(("mark", self.tables.mark_put(mark)))
         if expected_version is None:
-            check = {
+            check: dict[str, Any] = {
                 "Key": schema.profile_key(board_id, member_id),
-                "ConditionExpression": schema.LIVE_PROFILE,
+                "ConditionExpression": _hidden_is(state.hidden),
+                "ExpressionAttributeNames": HIDDEN_NAME,
             }
+            if state.hidden:
+                check["ExpressionAttributeValues"] = {":hidden": TRUE}
             actions.append(("member", {"ConditionCheck": check}))
         if not actions:
             conditions = {k: v for k, v in put.items() if k not in ("Item", "TableName")}
@@ -197,7 +253,10 @@ class Members:
         if "mark" in failed:
             raise AlreadyApplied(str(mark))
         if "member" in failed:
-            raise ItemMissing(member_id)
+            hidden = self.hidden(board_id, member_id)
+            if hidden is None:
+                raise ItemMissing(member_id)
+            raise HiddenChanged(member_id, hidden)
         if "score" in failed:
             raise VersionConflict(member_id)
         raise RuntimeError(f"the score was not written: {codes}")

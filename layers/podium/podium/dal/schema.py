@@ -217,12 +217,16 @@ def mark_item(mark: str) -> dict[str, Any]:
 
 # What each stream consumer is fed, as Lambda filter patterns (template.yaml's
 # FilterCriteria are these; a test checks): the aggregator takes member profiles coming and
-# going, logged events, and every change of a score; the notifier every change of a score
-# and member profiles going (it forgets a deleted member's social data, in stream order
-# before any later change of a member added again under the same id).
+# going, or being hidden or shown (a change of a profile that is or was hidden: not every
+# change of a member's data), logged events, and every change of a score; the notifier every
+# change of a score and member profiles going (it forgets a deleted member's social data, in
+# stream order before any later change of a member added again under the same id).
 _SCORES = {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": SCORE}]}}}}
+_HIDDEN = {"hidden": {"BOOL": [True]}}
 AGGREGATOR_FILTERS = [
     {"eventName": ["INSERT", "REMOVE"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}}},
+    {"eventName": ["MODIFY"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}, "NewImage": _HIDDEN}},
+    {"eventName": ["MODIFY"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}, "OldImage": _HIDDEN}},
     {"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": EVENTS}]}}}},
     _SCORES,
 ]

@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from podium import fanout, keys, numbers, retry
 from podium.dal import codecs, schema
-from podium.errors import Conflict, ItemMissing, VersionConflict
+from podium.errors import Conflict, HiddenChanged, ItemMissing, VersionConflict
 from podium.events import ID_WINDOW_SECONDS
 from podium.models import BoardSettings, LoggedEvent, ScoreState
 from podium.ports import EventStore, MemberStore
@@ -109,12 +109,16 @@ class Folder:
     ) -> None:
         settings = self.settings_of(board_id)
         total = sum((e.value for e in events), Decimal(0))
+        first_hidden = False  # a hidden member's first score of a period: the profile says
         for _ in retry.attempts():
             state = self.members.get_score(board_id, member_id, period)
             new_score = numbers.check_score(numbers.add(state.score if state else Decimal(0), total), "score")
             # An unchanged score does not move the member (``ScoreState.then``).
             reached = int(self.clock().timestamp() * 1_000_000)
-            new_state = state.then(new_score, reached) if state else ScoreState.first(new_score, reached)
+            if state is not None:
+                new_state = state.then(new_score, reached)
+            else:
+                new_state = ScoreState.first(new_score, reached, first_hidden)
             placement = keys.placement(board_id, settings, member_id, new_state, period)
             mark = schema.fold_mark(board_id, member_id, fold)
             try:
@@ -126,6 +130,8 @@ class Folder:
                 # No such member when the events are folded: they are dropped, and counted.
                 self.eventlog.count_dropped(board_id, member_id, fold, len(events))
                 return
+            except HiddenChanged as changed:
+                first_hidden = changed.hidden
             except VersionConflict:
                 continue
         raise Conflict(f"could not fold events into {member_id}: too much contention")

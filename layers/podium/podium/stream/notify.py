@@ -66,7 +66,8 @@ class Notifier:
         if record is None:
             return
         settings = self.settings_of(record.board_id)
-        if record.new is not None and record.changed:
+        # A hidden member overtaking someone tells no one.
+        if record.new is not None and record.changed and not record.hidden:
             for notification in self.overtaken(record, settings):
                 self.deliver(notification)
         self.check_leader(record, settings)
@@ -88,8 +89,8 @@ class Notifier:
         found = []
         states = self.social.follower_states(record.board_id, followers, record.period)
         for follower, (state, rivals) in states.items():
-            if state is None or not rivals.followed_at(record.member_id, moment):
-                continue  # gone, or not following the member when it changed
+            if state is None or state.hidden or not rivals.followed_at(record.member_id, moment):
+                continue  # gone, hidden, or not following the member when it changed
             score = state.score_at(moment)
             if score is None:
                 continue  # no score yet when the member changed
@@ -177,6 +178,8 @@ class Notifier:
     ) -> list[Notification]:
         new_id, _, new_score = leader
         still_there = self.members.get_score(record.board_id, previous, record.period)
+        if still_there is not None and still_there.hidden:
+            still_there = None  # a leader that was hidden is out of the rankings: told nothing
         # The previous leader's score when the lead changed: None if it is gone (or was
         # since deleted and added again); its score now if its history does not reach back.
         held = still_there.score_at(record.changed_us) if still_there else None

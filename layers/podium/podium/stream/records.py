@@ -35,6 +35,9 @@ class ScoreRecord:
     # The latest reachedAt the record carries, exactly: of the new score, else of the one
     # removed (podium.buckets.Change).
     written_us: int = 0
+    # The member is hidden after the change: its item has no index keys, and its change
+    # is seen by no ranking and told to no one.
+    hidden: bool = False
 
     @property
     def changed(self) -> bool:
@@ -71,6 +74,11 @@ def score_record(record: Record) -> ScoreRecord | None:
     old_image = stream.get("OldImage")
     reached = _number(new_image, "t")
     approximate = Decimal(str(stream.get("ApproximateCreationDateTime", 0)))
+    hidden = bool(new_image and "hd" in new_image)
+    if old_image and new_image and hidden != ("hd" in old_image):
+        # A hide or an unhide keeps the score and its reachedAt, maybe weeks old: what it
+        # causes (a new leader) happened when it was written.
+        reached = _number(new_image, "ht")
     return ScoreRecord(
         event_id=str(record["eventID"]),
         event_name=str(record["eventName"]),
@@ -83,23 +91,35 @@ def score_record(record: Record) -> ScoreRecord | None:
         old_sort_key=old_image["rsk"]["S"] if old_image and "rsk" in old_image else None,
         changed_us=int(reached) if reached is not None else int(approximate * 1_000_000),
         written_us=int(max(_number(new_image, "t") or 0, _number(old_image, "t") or 0)),
+        hidden=hidden,
     )
+
+
+def _shown(image: Record | None, flag: str) -> int:
+    """1 when the item exists and is not hidden (its ``flag`` attribute is absent), else 0."""
+    return 0 if image is None or flag in image else 1
 
 
 def count_change(record: Record) -> CountChange | None:
     """A member joins a board with the INSERT of its profile item and leaves with its
-    REMOVE; it joins a period of a time-windowed board with its first score there."""
+    REMOVE; it joins a period of a time-windowed board with its first score there. A hidden
+    member is counted nowhere: its hide (the profile's ``hidden``, the score item's ``hd``)
+    is a departure, its unhide an arrival, and what it does while hidden moves nothing."""
     pk, sk = keys_of(record)
     event_name = record.get("eventName")
-    if not pk.startswith(schema.MEMBER) or event_name not in ("INSERT", "REMOVE"):
+    if not pk.startswith(schema.MEMBER) or event_name not in ("INSERT", "MODIFY", "REMOVE"):
         return None
-    delta = 1 if event_name == "INSERT" else -1
+    stream = record.get("dynamodb", {})
+    old = stream.get("OldImage", {}) if event_name != "INSERT" else None
+    new = stream.get("NewImage", {}) if event_name != "REMOVE" else None
     board_id, _ = schema.parse_member_pk(pk)
     if sk == schema.PROFILE:
-        return CountChange(board_id, delta)
-    if sk.startswith(schema.SCORE) and sk != schema.score_sk(ALL_TIME):
-        return CountChange(board_id, delta, schema.period_of_score_sk(sk))
-    return None
+        delta, period = _shown(new, "hidden") - _shown(old, "hidden"), ALL_TIME
+    elif sk.startswith(schema.SCORE) and sk != schema.score_sk(ALL_TIME):
+        delta, period = _shown(new, "hd") - _shown(old, "hd"), schema.period_of_score_sk(sk)
+    else:
+        return None
+    return CountChange(board_id, delta, period) if delta else None
 
 
 @dataclass(frozen=True)

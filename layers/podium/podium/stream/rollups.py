@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from podium import keys, numbers, periods, retry
 from podium.dal import schema
-from podium.errors import AlreadyApplied, ItemMissing, ValidationError, VersionConflict
+from podium.errors import AlreadyApplied, HiddenChanged, ItemMissing, ValidationError, VersionConflict
 from podium.models import BoardSettings, ScoreState
 from podium.ports import MemberStore
 from podium.stream.records import ScoreRecord
@@ -41,6 +41,9 @@ def roll_up(
     changed_at = datetime.fromtimestamp(record.changed_us / 1_000_000, tz=UTC)
     period = periods.period_of(target.reset, changed_at)
     old = record.old if record.old is not None else Decimal(0)
+    # The target member is hidden only if hidden on the target (its own score item says,
+    # or for its first score of a period its profile there: ``write_score``).
+    first_hidden = False
     for _ in retry.attempts():
         applied, state = members.rollup_state(target_id, record.member_id, period, mark)
         if applied:
@@ -50,7 +53,10 @@ def roll_up(
         reached = int(now.timestamp() * 1_000_000)
         if state is not None and new_score == state.score:
             return  # nothing changes; doing nothing again on redelivery is the same
-        new_state = state.then(new_score, reached) if state else ScoreState.first(new_score, reached)
+        if state is not None:
+            new_state = state.then(new_score, reached)
+        else:
+            new_state = ScoreState.first(new_score, reached, first_hidden)
         placement = keys.placement(target_id, target, record.member_id, new_state, period)
         try:
             members.write_score(
@@ -65,9 +71,11 @@ def roll_up(
             return
         except AlreadyApplied:
             return
+        except HiddenChanged as changed:
+            first_hidden = changed.hidden
         except ItemMissing:  # the member first appears in the target: with the source's data
             data = members.get_data(record.board_id, [record.member_id])[record.member_id]
-            score = (new_state, placement)
+            score = (ScoreState.first(new_score, reached), placement)  # a new member is not hidden
             if members.create_member(target_id, record.member_id, data, score, period, now, mark=mark):
                 return
         except VersionConflict:
