@@ -227,6 +227,19 @@ def test_client_writes_off_and_on(api: Api) -> None:
     assert "score" in refused["message"]
     assert api.score(board, "alice") == 6
 
+    # And so is hidden, even false, on herself or on another member
+    for member, body in (
+        ("alice", {"hidden": False}),
+        ("alice", {"hidden": True}),
+        ("bob", {"hidden": True}),
+    ):
+        refused = assert_status(api.call("PUT", f"/boards/{board}/members/{member}", alice, body), 403)
+        assert refused["code"] == "Forbidden"
+    shown = assert_status(api.call("GET", f"/boards/{board}/members/bob", api.admin), 200)
+    assert shown["hidden"] is False
+    ranked = assert_status(api.call("GET", f"/boards/{board}/members/alice/rank", alice), 200)
+    assert ranked["rank"] >= 1
+
     # And a player may add herself on such a board
     carol = api.token("player", "carol")
     assert_status(api.call("PUT", f"/boards/{board}/members/carol", carol, {"data": {"team": "red"}}), 201)
