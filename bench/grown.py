@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from bench.measure import Recorder, Sample, percentile, summarise
 from devstack import template as template_module
 from devstack.stack import Stack
 from podium.config import Settings
-from podium.dal import Database
+from podium.dal import Database, schema
 from podium.wiring import Services
 
 BOARD = "grown"
@@ -89,6 +90,23 @@ def member_id(index: int) -> str:
     return f"user-{index:06d}"
 
 
+def index_entry_bytes(grown: dict[str, Any]) -> int:
+    """The size DynamoDB bills for one index entry of the grown board, as the service writes
+    it (its keys and the table's, by DynamoDB's item-size rules): what reading the whole
+    index once costs is this times the members."""
+    from bench.probe import item_bytes
+    from podium import keys
+    from podium.models import BoardSettings, ScoreState
+    from podium.periods import ALL_TIME
+
+    settings = BoardSettings(operator="set", shards=int(grown["shards"]))
+    member = member_id(int(grown["members"]) - 1)
+    state = ScoreState.first(Decimal(TOP_SCORE), int(time.time() * 1_000_000))
+    placement = keys.placement(BOARD, settings, member, state, ALL_TIME)
+    score_key = schema.score_key(BOARD, member, ALL_TIME)
+    return item_bytes({**score_key, "rpk": {"S": placement.partition}, "rsk": {"S": placement.sort_key}})
+
+
 @contextmanager
 def local_stack(endpoint: str, prefix: str, log: Path) -> Iterator[Stack]:
     """``make run``'s stack on the bench's DynamoDB Local, with tables of its own. What its
@@ -119,7 +137,21 @@ def _in_parallel(threads: int, work: Callable[[int], None], count: int) -> None:
         list(pool.map(work, range(count)))
 
 
-def grow(url: str, plan: GrownPlan, scores: Scores) -> float:
+def admin_session(headers: dict[str, str]) -> requests.Session:
+    """A client's connection, carrying a game server's admin token (as clients of a
+    deployed stack do: the edge authorizer checks it, then answers from its cache)."""
+    session = requests.Session()
+    session.headers.update(headers)
+    return session
+
+
+def admin_headers(stack: Stack) -> dict[str, str]:
+    assert stack.issuer is not None
+    token = stack.issuer.sign(stack.issuer.claims("admin", None, 24 * 3600))
+    return {"Authorization": f"Bearer {token}"}
+
+
+def grow(url: str, plan: GrownPlan, scores: Scores, headers: dict[str, str]) -> float:
     """Add the members over HTTP from ``writers`` clients at once; the seconds it took."""
     sessions = threading.local()
     draw = random.Random(11)
@@ -129,7 +161,7 @@ def grow(url: str, plan: GrownPlan, scores: Scores) -> float:
     ]
 
     def add(index: int) -> None:
-        session = getattr(sessions, "session", None) or requests.Session()
+        session = getattr(sessions, "session", None) or admin_session(headers)
         sessions.session = session
         member = member_id(index)
         response = session.put(
@@ -236,14 +268,18 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
     draw = random.Random(3)
     with local_stack(endpoint, "grown-", log) as stack:
         url = stack.url
+        headers = admin_headers(stack)
         requests.put(
-            f"{url}/boards/{BOARD}", json={"operator": "set", "shards": plan.shards}, timeout=TIMEOUT
+            f"{url}/boards/{BOARD}",
+            json={"operator": "set", "shards": plan.shards},
+            headers=headers,
+            timeout=TIMEOUT,
         ).raise_for_status()
         say(f"growing {BOARD} to {plan.members:,} members through the API ({plan.writers} clients) ...")
-        grow_s = grow(url, plan, scores)
+        grow_s = grow(url, plan, scores, headers)
 
         def counted() -> bool:
-            board = requests.get(f"{url}/boards/{BOARD}", timeout=TIMEOUT).json()
+            board = requests.get(f"{url}/boards/{BOARD}", headers=headers, timeout=TIMEOUT).json()
             return bool(board["memberCount"] == plan.members)
 
         settle_s = wait_for(counted, "memberCount")
@@ -268,7 +304,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
         writes = [0]
 
         def write(seed: int) -> None:
-            session = requests.Session()
+            session = admin_session(headers)
             local = random.Random(seed)
             while not stop.is_set():
                 member = member_id(local.randrange(plan.members))

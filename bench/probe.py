@@ -45,7 +45,7 @@ def _summary(consumed: Any) -> dict[str, Any]:
     }
 
 
-def _item_bytes(item: dict[str, Any]) -> int:
+def item_bytes(item: dict[str, Any]) -> int:
     """An item's size as DynamoDB counts it: names and values (numbers as their digits)."""
     size = 0
     for name, value in item.items():
@@ -75,7 +75,7 @@ def head_items(store: Database, note: Callable[..., None]) -> None:
             board, "all", head.to_item(head.from_index(keys[: head.LADDER_REACH + 1], member_of_key)), None
         )
         response = store.tables.client.get_item(TableName=store.tables.table, Key=head_key(board, "all"))
-        size = _item_bytes(response["Item"])
+        size = item_bytes(response["Item"])
         note("GetItem", f"head item with its ladder, {what}: {size / 1024:.1f} KB", response)
 
 
