@@ -626,7 +626,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "## How to run",
         "",
         "```bash",
-        "make bench                          # the full run, about 20 minutes; writes this page",
+        "make bench                          # the full run, about 45 minutes; writes this page",
         "make bench QUICK=1                  # a smoke run in about 2 minutes, written to bench-data/quick/",
         "BENCH_MAX_MEMBERS=100000 make bench # stop growing the boards at 100,000 members",
         "BENCH_BUDGET_S=300 make bench       # seconds of loading before growth stops (600 by default)",
