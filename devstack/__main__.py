@@ -65,11 +65,15 @@ def invoke(args: argparse.Namespace) -> int:
     elif (found := endpoints()) is not None:
         os.environ[SNS_ENDPOINT], os.environ[SQS_ENDPOINT] = found
         refs = create_messaging(spec, *found).refs
+    # The running stack's token issuer, and whether it checks tokens at all.
+    issuer = dict(running.get("authEnvironment") or {}) if running is not None else {}
+    if running is not None:
+        os.environ["PODIUM_AUTH"] = "on" if running.get("auth", True) else "off"
     try:
-        spec.environment(refs)
+        spec.environment(refs, overrides=issuer)
     except template_module.UnresolvedReference as error:
         print(f"warning: {error} (start `make run`, or set {SNS_ENDPOINT})", file=sys.stderr)
-    os.environ.update(spec.environment(refs, unresolved="omit"))
+    os.environ.update(spec.environment(refs, unresolved="omit", overrides=issuer))
     functions = {r.function: (r.code_dir, r.handler) for r in spec.routes()}
     functions.update({c.function: (c.code_dir, c.handler) for c in spec.stream_consumers()})
     functions.update({s.function: (s.code_dir, s.handler) for s in spec.schedules()})

@@ -186,6 +186,7 @@ class Stack:
                     "tablePrefix": self.table_prefix,
                     "api": self.url,
                     "auth": self.auth,
+                    "authEnvironment": self.issuer.environment if self.issuer else {},
                     "sns": self.messaging.sns_endpoint,
                     "sqs": self.messaging.sqs_endpoint,
                     "topics": self.messaging.topics,

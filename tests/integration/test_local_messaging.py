@@ -200,12 +200,19 @@ def test_each_consumer_sends_to_the_queue_its_template_destination_names(tmp_pat
 def test_environment_resolves_refs_to_topics_and_queues_only_from_what_was_created() -> None:
     spec = template_module.read("x-")
     arn = "arn:aws:sns:us-east-1:123456789012:x-NotificationTopic"
-    environment = spec.environment({"NotificationTopic": arn})
+    # the token issuer's variables come from the stack's own issuer, as it starts
+    issuer = {"AUTH_ISSUER": "http://127.0.0.1:1/_local", "AUTH_AUDIENCE": "podium-local"}
+    environment = spec.environment({"NotificationTopic": arn}, overrides=issuer)
     assert environment["NOTIFICATION_TOPIC_ARN"] == arn
     assert environment["TABLE_NAME"] == "x-LeaderboardTable"
+    assert environment["AUTH_ISSUER"] == issuer["AUTH_ISSUER"]
     with pytest.raises(template_module.UnresolvedReference, match="NOTIFICATION_TOPIC_ARN"):
-        spec.environment()
-    assert "NOTIFICATION_TOPIC_ARN" not in spec.environment(unresolved="omit")
+        spec.environment(overrides=issuer)
+    with pytest.raises(template_module.UnresolvedReference, match="AUTH_ISSUER"):
+        spec.environment({"NotificationTopic": arn})
+    omitted = spec.environment(unresolved="omit")
+    assert "NOTIFICATION_TOPIC_ARN" not in omitted
+    assert "AUTH_ISSUER" not in omitted
 
 
 def test_the_poller_retries_a_refused_send_until_the_destination_takes_it(tmp_path: Path) -> None:
