@@ -538,6 +538,7 @@ def measure_probes(data: Path) -> list[dict[str, Any]]:
     dynamodb = DynamoDBLocal.start(log_path=data / "dynamodb-local.log")
     try:
         client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint)
+        Recorder().attach(client)  # every request asks for its ConsumedCapacity, as in a run
         return probe.probe(Database.connect(create_tables(client, "bench-"), client=client))
     finally:
         dynamodb.stop()
