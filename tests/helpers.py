@@ -30,6 +30,23 @@ IMAGE_VIEWS = {
 }
 
 
+# The fields of a board and of a member as the API shows them.
+BOARD_FIELDS = {
+    "boardId",
+    "order",
+    "operator",
+    "tieBreak",
+    "shards",
+    "title",
+    "memberCount",
+    "clientWrites",
+    "publicRead",
+    "limits",
+    "createdAt",
+}
+MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "hidden", "createdAt", "updatedAt"}
+
+
 def unique_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 

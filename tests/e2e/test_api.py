@@ -15,26 +15,12 @@ from typing import Any
 import pytest
 import requests
 
-from tests.helpers import IMAGE_VIEWS, decimal_json, eventually, unique_id
+from tests.helpers import BOARD_FIELDS, IMAGE_VIEWS, MEMBER_FIELDS, decimal_json, eventually, unique_id
 
 pytestmark = pytest.mark.e2e
 
 TIMEOUT = 30
 ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
-BOARD_FIELDS = {
-    "boardId",
-    "order",
-    "operator",
-    "tieBreak",
-    "shards",
-    "title",
-    "memberCount",
-    "clientWrites",
-    "publicRead",
-    "limits",
-    "createdAt",
-}
-MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "hidden", "createdAt", "updatedAt"}
 
 IMAGES = IMAGE_VIEWS
 IMAGES_IN_ORDER = ["img-006.jpg", "img-004.jpg", "img-005.jpg", "img-001.jpg", "img-002.jpg", "img-003.jpg"]

@@ -23,27 +23,13 @@ from devstack import template
 from devstack.functions import Handler, LambdaContext, load_handler
 from devstack.streams import matches
 from podium.config import Settings
-from tests.helpers import IMAGE_VIEWS
+from tests.helpers import BOARD_FIELDS, IMAGE_VIEWS, MEMBER_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS_DIR = ROOT / "events"
 BOARD_ID = "images"
 SCORES = IMAGE_VIEWS  # the image example of the references, owned by ana
 DATA = {"owner": "ana"}
-BOARD_FIELDS = {
-    "boardId",
-    "order",
-    "operator",
-    "tieBreak",
-    "shards",
-    "title",
-    "memberCount",
-    "clientWrites",
-    "publicRead",
-    "limits",
-    "createdAt",
-}
-MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "hidden", "createdAt", "updatedAt"}
 
 Invoke = Callable[..., Any]
 
