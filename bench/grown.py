@@ -90,21 +90,31 @@ def member_id(index: int) -> str:
     return f"user-{index:06d}"
 
 
-def index_entry_bytes(grown: dict[str, Any]) -> int:
-    """The size DynamoDB bills for one index entry of the grown board, as the service writes
-    it (its keys and the table's, by DynamoDB's item-size rules): what reading the whole
-    index once costs is this times the members."""
+def planned_score(draw: random.Random) -> int:
+    """A member's first score: one in ten a multiple of 1,000 (so scores tie), else any."""
+    return draw.randrange(TOP_SCORE // 1000) * 1000 if draw.random() < 0.1 else draw.randrange(TOP_SCORE)
+
+
+def index_entry_bytes(grown: dict[str, Any], sample: int = 1000) -> int:
+    """The mean size DynamoDB bills for one index entry of the grown board, as the service
+    writes it (its keys and the table's, by DynamoDB's item-size rules) for scores drawn as
+    the bench draws them (a score's encoding is 13 to 23 characters long): what reading the
+    whole index once costs is this times the members."""
     from bench.probe import item_bytes
     from podium import keys
     from podium.models import BoardSettings, ScoreState
     from podium.periods import ALL_TIME
 
     settings = BoardSettings(operator="set", shards=int(grown["shards"]))
-    member = member_id(int(grown["members"]) - 1)
-    state = ScoreState.first(Decimal(TOP_SCORE), int(time.time() * 1_000_000))
-    placement = keys.placement(BOARD, settings, member, state, ALL_TIME)
-    score_key = schema.score_key(BOARD, member, ALL_TIME)
-    return item_bytes({**score_key, "rpk": {"S": placement.partition}, "rsk": {"S": placement.sort_key}})
+    draw = random.Random(11)
+    sizes = []
+    for index in range(sample):
+        member = member_id(index)
+        state = ScoreState.first(Decimal(planned_score(draw)), int(time.time() * 1_000_000))
+        placement = keys.placement(BOARD, settings, member, state, ALL_TIME)
+        entry = {"rpk": {"S": placement.partition}, "rsk": {"S": placement.sort_key}}
+        sizes.append(item_bytes({**schema.score_key(BOARD, member, ALL_TIME), **entry}))
+    return round(sum(sizes) / len(sizes))
 
 
 @contextmanager
@@ -155,10 +165,7 @@ def grow(url: str, plan: GrownPlan, scores: Scores, headers: dict[str, str]) -> 
     """Add the members over HTTP from ``writers`` clients at once; the seconds it took."""
     sessions = threading.local()
     draw = random.Random(11)
-    planned = [
-        draw.randrange(TOP_SCORE // 1000) * 1000 if draw.random() < 0.1 else draw.randrange(TOP_SCORE)
-        for _ in range(plan.members)
-    ]
+    planned = [planned_score(draw) for _ in range(plan.members)]
 
     def add(index: int) -> None:
         session = getattr(sessions, "session", None) or admin_session(headers)
