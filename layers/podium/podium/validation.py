@@ -25,6 +25,7 @@ from podium.models import (
 BOARD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MEMBER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,199}")
 MAX_BODY_BYTES = 256 * 1024
+MAX_JSON_DEPTH = 32  # objects and arrays within each other, the body itself counted
 MAX_DATA_BYTES = 64 * 1024
 MAX_TITLE = 200
 MAX_TOP_LIMIT = 1000
@@ -64,11 +65,51 @@ def json_object(body: str | None, *, required: bool = False) -> dict[str, Any]:
         raise PayloadTooLarge(f"the body is over the limit of {MAX_BODY_BYTES} bytes (256 KiB)")
     try:
         parsed = numbers.loads(body)
+    except RecursionError:
+        raise ValidationError(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as error:
         raise ValidationError(f"the body is not valid JSON: {error}") from error
     if not isinstance(parsed, dict):
         raise ValidationError("the body must be a JSON object")
+    _check_tree(parsed)
     return parsed
+
+
+def _check_tree(body: dict[str, Any]) -> None:
+    """Refuse, naming the place, what parses as JSON but no later step can handle: nesting
+    deeper than ``MAX_JSON_DEPTH`` (the encoders recurse), and a string or key that holds a
+    lone UTF-16 surrogate (``"\\ud800"``: valid JSON, not valid Unicode, so it cannot be
+    encoded to store or to answer). Iterative, so a deep body cannot exhaust the stack."""
+    stack: list[tuple[dict[str, Any] | list[Any], int, str]] = [(body, 1, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValidationError(f"{path or 'the body'} nests deeper than {MAX_JSON_DEPTH} levels")
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(key, str):
+                _unicode(key, f"a key in {path or 'the body'}")
+            # only strings and containers need a look: numbers, booleans and null are fine
+            if isinstance(value, str):
+                _unicode(value, _child(path, key))
+            elif isinstance(value, dict | list):
+                stack.append((value, depth + 1, _child(path, key)))
+
+
+def _child(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _unicode(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"{where} holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair): "
+            "not valid Unicode"
+        ) from None
 
 
 def _only(body: dict[str, Any], allowed: tuple[str, ...], within: str = "") -> None:
