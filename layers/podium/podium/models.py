@@ -221,6 +221,9 @@ class Rivals:
     ids: tuple[str, ...] = ()
     since: dict[str, int] = field(default_factory=dict)
     ended: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # One more at every write of the list (0: no list yet, or one written before lists had
+    # versions): a replacement is written only over the version it read.
+    version: int = 0
 
     def followed_at(self, rival: str, moment_us: int) -> bool:
         """Whether this member followed ``rival`` at ``moment_us``. A list written before
@@ -241,7 +244,7 @@ class Rivals:
         for rival in self.ids:
             if rival not in ids:
                 ended[rival] = (self.since.get(rival, 0), now_us)
-        return Rivals(tuple(ids), since, ended)
+        return Rivals(tuple(ids), since, ended, self.version + 1)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from podium import cursors
+from podium import cursors, retry
 from podium.boards import BoardService, to_microseconds
-from podium.errors import ItemMissing, NotFound
+from podium.errors import Conflict, ItemMissing, NotFound, VersionConflict
 from podium.models import ENDED_FOLLOW_KEEP_US, Notification, Rivals
 from podium.ports import MemberStore, SocialStore
 
@@ -32,13 +32,18 @@ class SocialService:
         """Replace the member's rivals, remembering since when it follows each (and, for a
         while, whom it stopped following and when)."""
         self._require_member(board_id, member_id)
-        previous = self.social.get_rivals(board_id, member_id) or Rivals()
-        replaced = previous.replaced(rivals, to_microseconds(self.boards.clock()))
-        try:
-            self.social.put_rivals(board_id, member_id, replaced, previous, ENDED_FOLLOW_KEEP_US // 1_000_000)
-        except ItemMissing as error:  # deleted while the list was being replaced
-            raise NotFound(f"member {member_id} does not exist on board {board_id}") from error
-        return rivals
+        for _ in retry.attempts():
+            previous = self.social.get_rivals(board_id, member_id) or Rivals()
+            replaced = previous.replaced(rivals, to_microseconds(self.boards.clock()))
+            try:
+                keep_s = ENDED_FOLLOW_KEEP_US // 1_000_000
+                self.social.put_rivals(board_id, member_id, replaced, previous, keep_s)
+            except ItemMissing as error:  # deleted while the list was being replaced
+                raise NotFound(f"member {member_id} does not exist on board {board_id}") from error
+            except VersionConflict:
+                continue  # replaced by another request meanwhile: replace what it wrote
+            return rivals
+        raise Conflict(f"the rivals of {member_id} are being replaced by many requests at once; retry")
 
     def get_rivals(self, board_id: str, member_id: str) -> list[str]:
         self._require_member(board_id, member_id)

@@ -148,6 +148,7 @@ def rivals_item(board_id: str, member_id: str, rivals: Rivals) -> Item:
         "ids": {"L": [{"S": r} for r in rivals.ids]},
         "since": {"M": {r: {"N": str(t)} for r, t in rivals.since.items()}},
         "ended": {"M": {r: {"L": [{"N": str(a)}, {"N": str(b)}]} for r, (a, b) in rivals.ended.items()}},
+        "v": {"N": str(rivals.version)},
     }
 
 
@@ -156,7 +157,8 @@ def rivals_from_item(item: Item) -> Rivals:
     ended = {
         r: (int(v["L"][0]["N"]), int(v["L"][1]["N"])) for r, v in item.get("ended", {}).get("M", {}).items()
     }
-    return Rivals(tuple(v["S"] for v in item["ids"]["L"]), since, ended)
+    version = int(item["v"]["N"]) if "v" in item else 0
+    return Rivals(tuple(v["S"] for v in item["ids"]["L"]), since, ended, version)
 
 
 # -- the head and the buckets ---------------------------------------------------------------

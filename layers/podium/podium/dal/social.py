@@ -10,7 +10,7 @@ from typing import Any
 
 from podium import numbers
 from podium.dal import codecs, schema
-from podium.dal.client import ItemMissing, Tables, deserializer, serializer
+from podium.dal.client import ItemMissing, Tables, VersionConflict, deserializer, serializer
 from podium.models import LeaderState, Notification, Rivals, ScoreState
 
 
@@ -36,21 +36,31 @@ class Social:
 
         The list is written only while the member exists and is not being deleted (one
         transaction with a check of its profile), so a list written as the member is deleted
-        cannot outlive it; then the edges just added are taken back and ItemMissing raised."""
+        cannot outlive it; then the edges just added are taken back and ItemMissing raised.
+        And only over the version ``previous`` was read at (VersionConflict otherwise, and
+        the caller reads it again): two replacements at once cannot leave a list whose edges
+        the other one expired. The edges a loser added stay (readers ignore an edge its
+        list does not name, and the winner may need the same one)."""
         added = [r for r in rivals.ids if r not in previous.ids]
         removed = [r for r in previous.ids if r not in rivals.ids]
         self.tables.batch_write(
             [{"PutRequest": {"Item": schema.edge_key(board_id, rival, member_id)}} for rival in added]
         )
         check = {"Key": schema.profile_key(board_id, member_id), "ConditionExpression": schema.LIVE_PROFILE}
-        codes = self.tables.transact(
-            [{"ConditionCheck": check}, {"Put": {"Item": codecs.rivals_item(board_id, member_id, rivals)}}]
-        )
+        put: dict[str, Any] = {"Item": codecs.rivals_item(board_id, member_id, rivals)}
+        if previous.version:
+            put["ConditionExpression"] = "v = :read"
+            put["ExpressionAttributeValues"] = {":read": {"N": str(previous.version)}}
+        else:  # no list yet, or one written before lists had versions
+            put["ConditionExpression"] = "attribute_not_exists(v)"
+        codes = self.tables.transact([{"ConditionCheck": check}, {"Put": put}])
         if codes is not None:
-            if codes[0] != "ConditionalCheckFailed":
-                raise RuntimeError(f"the rivals list was not written: {codes}")
-            self._delete_edges(board_id, member_id, [r for r in added if r not in previous.ended])
-            raise ItemMissing(member_id)
+            if codes[0] == "ConditionalCheckFailed":
+                self._delete_edges(board_id, member_id, [r for r in added if r not in previous.ended])
+                raise ItemMissing(member_id)
+            if codes[1] == "ConditionalCheckFailed":
+                raise VersionConflict(member_id)
+            raise RuntimeError(f"the rivals list was not written: {codes}")
         expires = {"N": str(int(time.time()) + ended_ttl_s)}
         self.tables.batch_write(
             [
@@ -92,12 +102,14 @@ class Social:
             if since is not None and since >= before_us:
                 return False
             position = rivals.ids.index(rival)
+            # A new version, so that a replacement that read the list before fails and reads
+            # it again (it would otherwise write the id back).
             if self.tables.update(
                 key,
-                f"REMOVE ids[{position}], since.#r",
+                f"REMOVE ids[{position}], since.#r ADD v :one",
                 ConditionExpression=f"ids[{position}] = :r",
                 ExpressionAttributeNames={"#r": rival},
-                ExpressionAttributeValues={":r": {"S": rival}},
+                ExpressionAttributeValues={":r": {"S": rival}, ":one": {"N": "1"}},
             ):
                 return True
         raise RuntimeError(f"the rivals list of {follower} kept changing while {rival} was taken out")
