@@ -66,7 +66,7 @@ def invoke(args: argparse.Namespace) -> int:
         os.environ[SNS_ENDPOINT], os.environ[SQS_ENDPOINT] = found
         refs = create_messaging(spec, *found).refs
     # The running stack's token issuer, and whether it checks tokens at all.
-    issuer = dict(running.get("authEnvironment") or {}) if running is not None else {}
+    issuer = dict(running.get("localEnvironment") or {}) if running is not None else {}
     if running is not None:
         os.environ["PODIUM_AUTH"] = "on" if running.get("auth", True) else "off"
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,12 @@ LOCAL_CREDENTIALS = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_REGION": "us-east-1",
 }
+
+
+def local_environment(issuer: LocalIssuer) -> dict[str, str]:
+    """What the local stack sets in place of what AWS resources give the functions: its
+    token issuer, and a cursor key of its own (the stack's secret in AWS)."""
+    return {**issuer.environment, "CURSOR_KEY": secrets.token_urlsafe(32)}
 
 
 def use_local_credentials() -> None:
@@ -142,7 +149,8 @@ class Stack:
         # The functions run in this process: their boto3 clients find SNS and SQS through
         # AWS_ENDPOINT_URL_SNS / _SQS, the topics and queues through these variables, and
         # the issuer whose tokens they accept through AUTH_*.
-        os.environ.update(spec.environment(self.messaging.refs, overrides=self.issuer.environment))
+        local = local_environment(self.issuer)
+        os.environ.update(spec.environment(self.messaging.refs, overrides=local))
         os.environ[AUTH_SWITCH] = "on" if self.auth else "off"
         # The functions build their settings and services from that environment on first use;
         # anything this process built before (a bench running the stack inside) is forgotten.
@@ -186,7 +194,7 @@ class Stack:
                     "tablePrefix": self.table_prefix,
                     "api": self.url,
                     "auth": self.auth,
-                    "authEnvironment": self.issuer.environment if self.issuer else {},
+                    "localEnvironment": local,
                     "sns": self.messaging.sns_endpoint,
                     "sqs": self.messaging.sqs_endpoint,
                     "topics": self.messaging.topics,

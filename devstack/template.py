@@ -427,7 +427,7 @@ class Template:
         for key, value in variables.items():
             if overrides and key in overrides:  # what the local stack sets itself (its issuer)
                 resolved[key] = overrides[key]
-            elif isinstance(value, _Tag) and value.tag == "If":
+            elif isinstance(value, _Tag) and value.tag in ("If", "Sub"):
                 missing.append(f"{key} ({value!r})")  # resources the local stack does not make
             elif isinstance(value, _Tag) and value.tag == "Ref":
                 if value.value in refs:

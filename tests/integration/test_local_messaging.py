@@ -201,7 +201,7 @@ def test_environment_resolves_refs_to_topics_and_queues_only_from_what_was_creat
     spec = template_module.read("x-")
     arn = "arn:aws:sns:us-east-1:123456789012:x-NotificationTopic"
     # the token issuer's variables come from the stack's own issuer, as it starts
-    issuer = {"AUTH_ISSUER": "http://127.0.0.1:1/_local", "AUTH_AUDIENCE": "podium-local"}
+    issuer = {"AUTH_ISSUER": "http://127.0.0.1:1/_local", "AUTH_AUDIENCE": "podium-local", "CURSOR_KEY": "k"}
     environment = spec.environment({"NotificationTopic": arn}, overrides=issuer)
     assert environment["NOTIFICATION_TOPIC_ARN"] == arn
     assert environment["TABLE_NAME"] == "x-LeaderboardTable"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from decimal import Decimal
 
@@ -9,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from podium import cursors
+from podium import cursors, wiring
 from podium.errors import ValidationError
 from podium.keys import RankOrder, decode_decimal, encode_decimal, shard_of
 
@@ -89,3 +91,32 @@ def test_cursor_round_trip_and_rejections() -> None:
         cursors.decode("not-a-cursor!", "images#all")
     with pytest.raises(ValidationError, match="cursor"):
         cursors.decode(cursor, "images#all", re.compile(r"\d+"))
+
+
+def _edited(cursor: str, position: str) -> str:
+    """The cursor with another position in its payload and its signature kept."""
+    payload, signature = cursor.split(".")
+    raw = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    raw["p"] = position
+    forged = base64.urlsafe_b64encode(json.dumps(raw).encode()).decode().rstrip("=")
+    return f"{forged}.{signature}"
+
+
+def test_an_edited_cursor_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a cursor the service handed out
+    cursor = cursors.encode("images#all", "2501#img")
+
+    # When a client changes its position, its signature, or drops the signature
+    # Then each is 400, and so is a cursor signed with another stack's key
+    for changed in (_edited(cursor, "0001#img"), cursor[:-2] + "AA", cursor.split(".")[0]):
+        with pytest.raises(ValidationError, match="cursor is not valid"):
+            cursors.decode(changed, "images#all")
+    monkeypatch.setenv("CURSOR_KEY", "another stack's key")
+    wiring.reset()
+    try:
+        with pytest.raises(ValidationError, match="another stack"):
+            cursors.decode(cursor, "images#all")
+        assert cursors.decode(cursors.encode("images#all", "2501#img"), "images#all") == "2501#img"
+    finally:
+        monkeypatch.delenv("CURSOR_KEY")
+        wiring.reset()

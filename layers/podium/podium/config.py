@@ -5,11 +5,13 @@ that names it, when something first needs it."""
 from __future__ import annotations
 
 import os
+import secrets
 from dataclasses import dataclass
 from functools import cache
 
 DEFAULT_SHARD_QUERY_CONCURRENCY = 100  # every shard of a board (at most 100) at once
 DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
+_PROCESS_CURSOR_KEY = secrets.token_urlsafe(32)
 
 
 class MissingSetting(RuntimeError):
@@ -32,6 +34,9 @@ class Settings:
     auth_audiences: tuple[str, ...] = ()
     auth_member_claim: str = "sub"
     auth_jwks_url: str = ""  # empty: the issuer's OpenID configuration names it
+    # Signs cursors (podium.cursors). The stack's secret in AWS; without one, a key of this
+    # process's own: its cursors are then valid only in the instance that made them.
+    cursor_key: str = ""
 
     def __post_init__(self) -> None:
         if not 1 <= self.shard_query_concurrency <= 1000:
@@ -57,6 +62,10 @@ class Settings:
         return _required(self.notification_topic_arn, "NOTIFICATION_TOPIC_ARN", "notifications would be lost")
 
     @property
+    def cursor_secret(self) -> str:
+        return self.cursor_key or _PROCESS_CURSOR_KEY
+
+    @property
     def auth_issuer(self) -> str:
         return _required(self.auth_issuer_url, "AUTH_ISSUER", "no token can be checked")
 
@@ -76,6 +85,7 @@ class Settings:
             ),
             auth_member_claim=os.environ.get("AUTH_MEMBER_CLAIM") or "sub",
             auth_jwks_url=os.environ.get("AUTH_JWKS_URL", ""),
+            cursor_key=os.environ.get("CURSOR_KEY", ""),
         )
 
 
