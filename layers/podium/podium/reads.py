@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from podium import cursors, keys
+from podium import cursors, keys, numbers
 from podium import head as heads
 from podium.boards import BoardService
 from podium.buckets import just_above
@@ -23,6 +23,12 @@ from podium.ports import BoardStore, IndexReader, MemberStore, StructureStore
 from podium.ranking import TopStats, around_window, assign_ranks, decode
 
 HUNDREDTH = Decimal("0.01")
+# A page with data stays under 5 MiB (API Gateway and Lambda answer at most 6 MB); the
+# envelope (boardId, total, nextCursor) takes far less than its allowance.
+MAX_PAGE_BYTES = 5 * 1024 * 1024
+PAGE_ENVELOPE_BYTES = 16 * 1024
+FIRST_DATA_CHUNK = 25
+MAX_DATA_CHUNK = 100  # keys in one BatchGetItem
 SORT_KEY = re.compile(r"[!-~]{1,600}")  # printable ASCII, as sort keys are
 
 
@@ -186,10 +192,32 @@ class ReadService:
             entries, earliest=order.earliest, first_position=first_position, previous=previous
         )
         if with_data:
-            data = self.members.get_data(read.board.board_id, [entry.member_id for entry in ranked])
-            ranked = [RankedEntry(e.rank, e.member_id, e.score, data.get(e.member_id, {})) for e in ranked]
+            ranked = self._with_data(read.board.board_id, ranked)
+            if len(ranked) < len(entries):  # the body's limit: the next page goes on from here
+                entries, more = entries[: len(ranked)], True
         next_cursor = cursors.encode(scope, entries[-1].sort_key) if more and entries else None
         return Page(entries=ranked, total=read.total, next_cursor=next_cursor)
+
+    def _with_data(self, board_id: str, ranked: list[RankedEntry]) -> list[RankedEntry]:
+        """The entries with their members' data, as many as fit in a body of
+        ``MAX_PAGE_BYTES``. The data is read in chunks sized by what the entries so far
+        took, so that a page of big profiles reads about what it answers, not all of
+        ``limit``'s (1,000 profiles of 64 KiB are 64 MB: thousands of read units)."""
+        out: list[RankedEntry] = []
+        used, chunk = 0, FIRST_DATA_CHUNK
+        while len(out) < len(ranked):
+            part = ranked[len(out) : len(out) + chunk]
+            data = self.members.get_data(board_id, [entry.member_id for entry in part])
+            for entry in part:
+                full = RankedEntry(entry.rank, entry.member_id, entry.score, data.get(entry.member_id, {}))
+                size = len(numbers.dumps(full.to_json()).encode("utf-8")) + 1
+                if out and used + size > MAX_PAGE_BYTES - PAGE_ENVELOPE_BYTES:
+                    return out
+                out.append(full)
+                used += size
+            room = MAX_PAGE_BYTES - PAGE_ENVELOPE_BYTES - used
+            chunk = max(1, min(MAX_DATA_CHUNK, room * len(out) // max(used, 1)))
+        return out
 
     # -- one member, a window, several members ---------------------------------------------
 
