@@ -182,7 +182,7 @@ def grow(url: str, plan: GrownPlan, scores: Scores, headers: dict[str, str]) -> 
     return time.perf_counter() - started
 
 
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 900.0) -> float:
+def wait_for(check: Callable[[], bool], what: str, timeout: float = 1800.0) -> float:
     started = time.perf_counter()
     while not check():
         if time.perf_counter() - started > timeout:
