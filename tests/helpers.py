@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -45,6 +46,23 @@ BOARD_FIELDS = {
     "createdAt",
 }
 MEMBER_FIELDS = {"boardId", "memberId", "score", "data", "hidden", "createdAt", "updatedAt"}
+
+
+class TickingClock:
+    """A clock that moves ``step`` forward every time it is read, from ``start``: writes in
+    a row get distinct times, and a test can move ``moment`` on by hand."""
+
+    def __init__(
+        self,
+        start: datetime = datetime(2026, 11, 22, 10, 0, tzinfo=UTC),
+        step: timedelta = timedelta(milliseconds=1),
+    ) -> None:
+        self.moment = start
+        self.step = step
+
+    def __call__(self) -> datetime:
+        self.moment += self.step
+        return self.moment
 
 
 def unique_id(prefix: str) -> str:

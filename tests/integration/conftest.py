@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,20 +10,9 @@ import pytest
 from podium.config import Settings
 from podium.dal import Database
 from podium.wiring import Services
-from tests.helpers import small_head
+from tests.helpers import TickingClock, small_head
 
 pytestmark = pytest.mark.integration
-
-
-class TickingClock:
-    """A clock that moves one millisecond forward every time it is read."""
-
-    def __init__(self) -> None:
-        self.moment = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.moment += timedelta(milliseconds=1)
-        return self.moment
 
 
 @pytest.fixture(scope="session")

@@ -19,12 +19,12 @@ from podium.errors import NotFound
 from podium.stream.aggregate import Aggregator
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import expected_listing, unique_id, walk
+from tests.helpers import TickingClock, expected_listing, unique_id, walk
 from tests.integration.test_rank_structures import (
-    SteppingClock,
     Stream,
     assert_buckets_count_the_index,
     deliver,
+    stepping_clock,
 )
 
 pytestmark = pytest.mark.integration
@@ -77,7 +77,7 @@ def test_hide_then_unhide_restores_exact_ranks_with_the_submissions_made_meanwhi
 ) -> None:
     # Given a board of 60 members on 3 shards whose head, buckets and count the stream keeps
     rng = random.Random(11)
-    clock = SteppingClock()
+    clock = stepping_clock()
     service = Services(store, clock=clock)
     aggregator = Aggregator(store, service.boards.settings, clock)
     board = unique_id("hidden")
@@ -133,15 +133,6 @@ def test_hide_then_unhide_restores_exact_ranks_with_the_submissions_made_meanwhi
     assert not any(service.members.get_member(board, m).hidden for m in scores)
 
 
-class SettableClock:
-    def __init__(self) -> None:
-        self.moment = datetime(2030, 1, 10, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.moment += timedelta(microseconds=10)
-        return self.moment
-
-
 def test_a_hide_reaches_every_readable_period_and_the_first_score_of_a_new_one(
     store: Database,
     local_tables: Settings,
@@ -150,7 +141,7 @@ def test_a_hide_reaches_every_readable_period_and_the_first_score_of_a_new_one(
 ) -> None:
     # Given a daily board keeping 2 past periods, where a member scored on 3 days (in the
     # future: the periods' items expire by DynamoDB's TTL, which DynamoDB Local applies too)
-    clock = SettableClock()
+    clock = TickingClock(datetime(2030, 1, 10, 12, 0, tzinfo=UTC), timedelta(microseconds=10))
     service = Services(store, clock=clock)
     aggregator = Aggregator(store, service.boards.settings, clock)
     board = unique_id("hidden-daily")

@@ -19,21 +19,15 @@ from podium.errors import NotFound
 from podium.stream.aggregate import Aggregator
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import expected_listing, unique_id, walk
+from tests.helpers import TickingClock, expected_listing, unique_id, walk
 
 pytestmark = pytest.mark.integration
 
 
-class SteppingClock:
+def stepping_clock() -> TickingClock:
     """Moves 7 ms forward per read, so a few hundred writes span several seconds and the
     stream's changes fall before, around and after the buckets' snapshots."""
-
-    def __init__(self) -> None:
-        self.moment = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.moment += timedelta(milliseconds=7)
-        return self.moment
+    return TickingClock(datetime(2026, 11, 22, 12, 0, tzinfo=UTC), timedelta(milliseconds=7))
 
 
 @pytest.fixture
@@ -97,7 +91,7 @@ def test_buckets_and_head_stay_exact_while_they_split_under_changes_in_flight(
     # and the stream is applied a random part at a time (some parts twice) while it goes on
     # (the head holds 8 keys and its ladder reaches 40: both change all the time)
     rng = random.Random(5)
-    clock = SteppingClock()
+    clock = stepping_clock()
     service = Services(store, clock=clock)
     aggregator = Aggregator(store, service.boards.settings, clock)
     board = unique_id("buckets")
