@@ -495,9 +495,12 @@ class Program:
     def _reference(
         self, node: ast.Attribute | ast.Name, module: ModuleInfo, env: dict[str, Type], facts: Facts
     ) -> None:
-        """A function named as a value counts as called; reading a property runs it."""
+        """A function named as a value counts as called (a client's operation too:
+        ``self.client.put_item`` handed to a helper); reading a property runs it."""
         if isinstance(node, ast.Attribute):
             base = self.type_of(node.value, module, env)
+            if base.kind == "aws" and node.attr in aws_operations(base.name):
+                facts.operations.add(Operation(base.name, node.attr))
             if base.kind == "instance":
                 _, runs = self.attribute(base.name, node.attr)
                 facts.calls |= {f.qualname for f in runs}

@@ -150,19 +150,22 @@ class Tables:
             response = self.client.get_item(**request)
         return response.get("Item")
 
-    def put(self, item: Item, **conditions: Any) -> bool:
-        """Put ``item`` (with a ``ConditionExpression`` and its values, if given); False when
-        the condition fails."""
+    def _conditional(self, operation: Callable[..., Any], **request: Any) -> Any | None:
+        """Send a conditional request: its response, or None when its condition fails."""
         from botocore.exceptions import ClientError
 
         try:
             with translate_throttling():
-                self.client.put_item(TableName=self.table, Item=item, **conditions)
+                return operation(TableName=self.table, **request)
         except ClientError as error:
             if conditional_failure(error):
-                return False
+                return None
             raise
-        return True
+
+    def put(self, item: Item, **conditions: Any) -> bool:
+        """Put ``item`` (with a ``ConditionExpression`` and its values, if given); False when
+        the condition fails."""
+        return self._conditional(self.client.put_item, Item=item, **conditions) is not None
 
     def put_if_absent(self, item: Item) -> bool:
         return self.put(item, ConditionExpression="attribute_not_exists(pk)")
@@ -173,49 +176,20 @@ class Tables:
 
     def update(self, key: Item, expression: str, **rest: Any) -> bool:
         """An UpdateItem; False when its condition fails."""
-        from botocore.exceptions import ClientError
-
-        try:
-            with translate_throttling():
-                self.client.update_item(TableName=self.table, Key=key, UpdateExpression=expression, **rest)
-        except ClientError as error:
-            if conditional_failure(error):
-                return False
-            raise
-        return True
+        request = {"Key": key, "UpdateExpression": expression, **rest}
+        return self._conditional(self.client.update_item, **request) is not None
 
     def update_returning(self, key: Item, expression: str, **rest: Any) -> Item | None:
         """An UpdateItem answering the attributes it set (``UPDATED_NEW``); None when its
         condition fails."""
-        from botocore.exceptions import ClientError
-
-        try:
-            with translate_throttling():
-                response = self.client.update_item(
-                    TableName=self.table,
-                    Key=key,
-                    UpdateExpression=expression,
-                    ReturnValues="UPDATED_NEW",
-                    **rest,
-                )
-        except ClientError as error:
-            if conditional_failure(error):
-                return None
-            raise
-        return dict(response.get("Attributes", {}))
+        request = {"Key": key, "UpdateExpression": expression, "ReturnValues": "UPDATED_NEW", **rest}
+        response = self._conditional(self.client.update_item, **request)
+        return None if response is None else dict(response.get("Attributes", {}))
 
     def delete_if(self, key: Item, condition: str, **rest: Any) -> bool:
         """A conditional DeleteItem; False when its condition fails."""
-        from botocore.exceptions import ClientError
-
-        try:
-            with translate_throttling():
-                self.client.delete_item(TableName=self.table, Key=key, ConditionExpression=condition, **rest)
-        except ClientError as error:
-            if conditional_failure(error):
-                return False
-            raise
-        return True
+        request = {"Key": key, "ConditionExpression": condition, **rest}
+        return self._conditional(self.client.delete_item, **request) is not None
 
     def transact(self, actions: list[Any]) -> list[str] | None:
         """Run the actions (``{"Put": {...}}`` and so on, without ``TableName``) in one
