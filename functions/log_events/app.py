@@ -14,7 +14,7 @@ def log_events(boardId: str) -> Response:
     requests = validation.events_request(http.body(app, required=True))
     policy = services().boards.policy(board_id)  # the board's limits, and who may write
     members = [request.member_id for request in requests]
-    http.authorize(app, Route.LOG_EVENTS, board_id, policy=policy, members=members)
+    http.authorize(app, Route.LOG_EVENTS, policy=policy, members=members)
     accepted = services().members.log_events(board_id, requests, policy.limits if policy else None)
     return http.json_response(202, {"accepted": accepted})
 

@@ -19,7 +19,7 @@ def submit_score(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     value = validation.score_value(http.body(app, required=True))
     policy = services().boards.policy(board_id)  # the board's limits, and who may write
-    http.authorize(app, Route.SUBMIT_SCORE, board_id, policy=policy, members=[member_id])
+    http.authorize(app, Route.SUBMIT_SCORE, policy=policy, members=[member_id])
 
     def apply() -> dict[str, Any]:
         change = services().members.submit_score(

@@ -78,7 +78,10 @@ class BoardService:
         """A board's policy as it is now (it may change at any time: never cached); None
         when the board does not exist."""
         board = self.boards.get_board(board_id)
-        return board.policy if board is not None else None
+        if board is None:
+            return None
+        self._settings.setdefault(board_id, board.settings)  # fixed: read once, kept
+        return board.policy
 
     def settings(self, board_id: str) -> BoardSettings:
         """A board's fixed settings; cached, since they never change once created."""

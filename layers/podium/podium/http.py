@@ -252,8 +252,9 @@ def authorize(
     admin_fields: Iterable[str] = (),
 ) -> Caller:
     """403 or 401 unless the caller may make this request (podium.access decides). The
-    board's policy is read only when the decision depends on it (an anonymous read, a
-    player's write) and the route has not read it already (``policy``)."""
+    board's policy is read (with ``board_id``) only when the decision depends on it (an
+    anonymous read, a player's write); a route that has read it already passes ``policy``
+    and no ``board_id`` (None then means that the board does not exist)."""
     from podium import access
 
     who = caller(app)
