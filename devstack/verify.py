@@ -99,10 +99,11 @@ def describe(report: ConsistencyReport) -> str:
 
     counts = report.counts
     lines = [
-        f"board {report.board_id}, period {report.period}: {counts.get('members', 0)} members "
-        f"({counts.get('hidden', 0)} hidden), {counts.get('scores', 0)} score items, "
-        f"{counts.get('indexEntries', 0)} index entries, a head of {counts.get('headKeys', 0)} keys, "
-        f"{counts.get('buckets', 0)} score buckets",
+        f"board {report.board_id}, period {report.period}: {_many(counts.get('members', 0), 'member')} "
+        f"({counts.get('hidden', 0)} hidden), {_many(counts.get('scores', 0), 'score item')}, "
+        f"{_many(counts.get('indexEntries', 0), 'index entry', 'index entries')}, "
+        f"a head of {_many(counts.get('headKeys', 0), 'key')}, "
+        f"{_many(counts.get('buckets', 0), 'score bucket')}",
         f"({QUIET_BOARD})",
     ]
     if report.repaired:
@@ -112,6 +113,10 @@ def describe(report: ConsistencyReport) -> str:
     if report.ok:
         lines.append("consistent" + (" after the repair" if report.repaired else ""))
     else:
-        lines.append(f"{len(report.differences)} differences:")
+        lines.append(f"{_many(len(report.differences), 'difference')}:")
         lines += [f"  {d.kind}: {d.detail}" for d in report.differences]
     return "\n".join(lines)
+
+
+def _many(count: int, one: str, more: str | None = None) -> str:
+    return f"{count} {one if count == 1 else more or one + 's'}"

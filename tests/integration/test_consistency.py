@@ -140,7 +140,7 @@ def test_a_board_whose_head_has_a_ladder_and_whose_buckets_split_is_consistent(
     new_stream: Callable[[Services, str], Stream],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given a board of 50 members, with a head of 8 keys and a ladder, and buckets of a
+    # Given a board of 40 members, with a head of 8 keys and a ladder, and buckets of a
     # dozen members that split as scores move (some splits finished by the scheduled job)
     monkeypatch.setattr(buckets, "SPLIT_AT", 12)
     monkeypatch.setattr(buckets, "REBUILD_SIZE", 6)
@@ -149,10 +149,10 @@ def test_a_board_whose_head_has_a_ladder_and_whose_buckets_split_is_consistent(
     with small_head():
         board_id = unique_id("split")
         stream = new_stream(service, board_id)
-        board = build_board(service, stream, board_id, members=50)
+        board = build_board(service, stream, board_id, members=40)
         clock.moment += timedelta(seconds=10)
         service.maintenance.finish_splits(board_id)
-        for index in range(0, 50, 3):
+        for index in range(0, 40, 3):
             member = f"m{index:02d}"
             if member in board.scores:
                 service.members.submit_score(board_id, member, Decimal(index))

@@ -176,3 +176,23 @@ def test_counts_are_judged_as_stored_negative_ones_too() -> None:
         f"the count of period {TODAY} is 0; 2 members that are not hidden have a score in it",
     ]
     assert (found.member_count, found.period_count) == ((-1, 2), (None, 2))
+
+
+def test_a_hidden_member_ranked_in_another_period_is_named_and_written_once() -> None:
+    # Given c, hidden, whose score item of yesterday carries index keys, placed in today's
+    # partition
+    state = consistent()
+    yesterday = score("c", 4, YESTERDAY)
+    misplaced = replace(yesterday, partition=keys.rank_partition_key(BOARD, TODAY, keys.shard_of("c", 2)))
+    state = replace(
+        state,
+        items=BoardItems(state.items.profiles, [*state.items.scores, misplaced]),
+        entries=[*state.entries, entry(misplaced)],
+    )
+
+    # Then today's check names both (a hidden member ranked, a stray here), and writes the
+    # item once, hidden
+    found = inspect(state)
+    assert named(state) == [("hidden_ranked", "c"), ("index_stray", "c")]
+    assert "its score item in period 2026-11-22 is in the index" in found.differences[0].detail
+    assert [(r.score.member_id, r.score.period, r.hidden) for r in found.rewrites] == [("c", YESTERDAY, True)]

@@ -30,12 +30,15 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypeVar
 
 from podium import keys
 from podium.dal import schema
 from podium.dal.audit import BoardItems, IndexEntry, StoredProfile, StoredScore
 from podium.models import BoardSettings, Bucket, HeadItem
 from podium.periods import ALL_TIME
+
+T = TypeVar("T")
 
 
 class Kind(StrEnum):
@@ -117,7 +120,12 @@ def inspect(state: BoardState) -> Findings:
     found = Findings()
     period_scores = {s.member_id: s for s in state.items.scores if s.period == state.period}
     _members(state, period_scores, found)
+    _hidden_elsewhere(state, found)
     _index(state, period_scores, found)
+    # An item may be found twice (say, hidden but ranked, in another period's partitions):
+    # it is written once.
+    found.rewrites = _once(found.rewrites, lambda r: (r.score.member_id, r.score.period))
+    found.orphans = _once(found.orphans, lambda o: (o.member_id, o.period))
     ranked = sorted(s.sort_key for s in period_scores.values() if s.sort_key is not None)
     describe = _describer(state.settings)
     structures_differ = _head(state.head, ranked, describe, found)
@@ -165,6 +173,31 @@ def _members(state: BoardState, period_scores: dict[str, StoredScore], found: Fi
             found.orphans.append(stored)
         elif owner.gone_us is None:
             _member(state, owner, stored, found)
+
+
+def _once(items: list[T], key: Callable[[T], tuple[str, str]]) -> list[T]:
+    """The items in order, each key's first only."""
+    first: dict[tuple[str, str], T] = {}
+    for item in items:
+        first.setdefault(key(item), item)
+    return list(first.values())
+
+
+def _hidden_elsewhere(state: BoardState, found: Findings) -> None:
+    """A hidden member is out of every ranking: its score items of the other periods carry
+    no index keys either (the period checked is judged by ``_member``)."""
+    for stored in state.items.scores:
+        profile = state.items.profiles.get(stored.member_id)
+        if stored.period == state.period or profile is None or profile.gone_us is not None:
+            continue
+        if profile.hidden and stored.sort_key is not None:
+            found.add(
+                Kind.HIDDEN_RANKED,
+                f"member {stored.member_id} is hidden, but its score item in period {stored.period} "
+                "is in the index",
+                stored.member_id,
+            )
+            found.rewrites.append(Rewrite(stored, hidden=True))
 
 
 def _member(state: BoardState, profile: StoredProfile, stored: StoredScore, found: Findings) -> None:
