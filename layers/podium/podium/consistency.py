@@ -112,8 +112,10 @@ class Checker:
         if not repair or not found.differences:
             return ConsistencyReport(board_id, resolved, found.differences, counts=found.counts)
         notes = self._repair(board_id, resolved, found)
+        if found.through_stream and self.settle is not None:
+            self.settle()
         after = inspect(self._read(board_id, resolved))
-        if found.through_stream:
+        if found.through_stream and self.settle is None:
             after = self._after_stream(board_id, resolved, after)
         # A difference is repaired when nothing of its kind is left about the same member
         # (or, for the board's own structures, nothing of its kind at all).
@@ -144,10 +146,8 @@ class Checker:
         )
 
     def _after_stream(self, board_id: str, period: str, after: Findings) -> Findings:
-        """The board once the stream has carried the repaired items to what it derives."""
-        if self.settle is not None:
-            self.settle()
-            return inspect(self._read(board_id, period))
+        """The board once the running stream consumers have carried the repaired items to
+        what they derive: checked again until that agrees, or ``stream_wait_s`` passed."""
         deadline = time.monotonic() + self.stream_wait_s
         while any(d.kind in STREAM_DERIVED for d in after.differences) and time.monotonic() < deadline:
             self.sleep(RECHECK_INTERVAL_S)
