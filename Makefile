@@ -17,7 +17,7 @@ export SAM_CLI_DISABLE_VERSION_CHECK := 1
 .PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench token
 
 help: ## Show the targets
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: requirements-dev.txt requirements-bench.txt layers/podium/requirements.txt
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3; \
