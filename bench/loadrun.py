@@ -199,10 +199,14 @@ def periods_written(periods: dict[str, list[str]], board: str) -> list[str | Non
 
 
 def wait_for_quiet(api: Api, boards: dict[str, str], members: list[str], timeout: float) -> float:
-    """Wait until the stream has caught up: every board counts every member, every event is
-    folded (``fresh=true`` shows none pending) and each board's head shows what its index
-    does. The seconds it took."""
-    started = time.monotonic()
+    """Wait until the stream has caught up: every board counts every member, each board's
+    head shows what its index does, and every event is folded (``fresh=true`` shows none
+    pending). The seconds it took.
+
+    A fresh read is not cheap (a query per bucket of the member's log), so members are read
+    a few at a time and the round stops at the first with events pending: the reads do not
+    slow down the folds they wait for. A member once folded stays so (the load has stopped)."""
+    started = last_said = time.monotonic()
     unfolded = [
         (board, member)
         for role, board in boards.items()
@@ -212,9 +216,8 @@ def wait_for_quiet(api: Api, boards: dict[str, str], members: list[str], timeout
 
     def pending(job: tuple[str, str]) -> bool:
         board, member = job
-        return bool(
-            api.call("GET", f"/boards/{board}/members/{member}", params={"fresh": "true"})["pendingEvents"]
-        )
+        fresh = api.call("GET", f"/boards/{board}/members/{member}", params={"fresh": "true"})
+        return bool(fresh["pendingEvents"])
 
     def board_waits(board: str) -> list[str]:
         waits = []
@@ -227,15 +230,21 @@ def wait_for_quiet(api: Api, boards: dict[str, str], members: list[str], timeout
         return waits
 
     while True:
-        # A member once folded stays so: the load has stopped, no event comes in.
-        unfolded = [job for job, waits in zip(unfolded, api.each(pending, unfolded), strict=True) if waits]
-        waiting = [f"{board}/{member}: pendingEvents" for board, member in unfolded]
-        waiting += [wait for waits in api.each(board_waits, list(boards.values())) for wait in waits]
+        waiting = [wait for waits in api.each(board_waits, list(boards.values())) for wait in waits]
+        while unfolded and not waiting:
+            chunk, rest = unfolded[: Api.THREADS], unfolded[Api.THREADS :]
+            still = [job for job, waits in zip(chunk, api.each(pending, chunk), strict=True) if waits]
+            unfolded = still + rest
+            waiting = [f"{board}/{member}: events not folded" for board, member in still]
         if not waiting:
             return time.monotonic() - started
-        if time.monotonic() - started > timeout:
+        now = time.monotonic()
+        if now - started > timeout:
             raise TimeoutError(f"the stream did not settle within {timeout:.0f} s: {waiting[:5]}")
-        time.sleep(0.5)
+        if now - last_said > 30:
+            say(f"  still waiting: {', '.join(waiting[:3])}{' ...' if len(waiting) > 3 else ''}")
+            last_said = now
+        time.sleep(1.0)
 
 
 Scores = dict[str, Decimal | None]  # member -> score
@@ -310,11 +319,11 @@ def run_checker(target: Target, board: str, period: str | None) -> tuple[str, st
     # branch; until it is merged this reports "not run" and the load does not fail on it.
     if importlib.util.find_spec("podium.consistency") is None:
         return "not run", "the consistency checker (podium.consistency) is not in this checkout yet"
-    command = [sys.executable, "-m", "devstack", "verify", board, *(["--period", period] if period else [])]
+    command = [sys.executable, "-m", "devstack", "--table-prefix", target.table_prefix, "verify", board]
+    command += ["--period", period] if period else []
     env = {
         **os.environ,
         "AWS_ENDPOINT_URL_DYNAMODB": target.dynamodb,
-        "TABLE_PREFIX": target.table_prefix,
         "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
     }
     done = subprocess.run(  # noqa: S603 - this interpreter, a fixed argument list
