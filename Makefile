@@ -76,6 +76,11 @@ plan: setup ## Capacity plan for one board in AWS (shards, RCU/WCU, monthly cost
 invoke: setup ## Invoke one function with an event against the running `make run`: make invoke FUNCTION=TopFunction EVENT=events/top.json
 	$(PY) -m devstack invoke $(FUNCTION) -e $(EVENT)
 
+.PHONY: verify
+verify: setup ## Check a board's ranking index, head, buckets and counts against its items (the running `make run`): make verify BOARD=images [PERIOD=2026-W47] [REPAIR=1]; docs/operations.md
+	@test -n "$(BOARD)" || { echo "make verify needs BOARD=<boardId>" >&2; exit 2; }
+	$(PY) -m devstack verify $(BOARD) $(if $(PERIOD),--period $(PERIOD),) $(if $(REPAIR),--repair,) $(ARGS)
+
 ROLE ?= admin
 
 token: ## Print a token from the running `make run`'s issuer: make token ROLE=admin, or ROLE=player MEMBER=alice

@@ -52,3 +52,31 @@ def test_a_board_title_with_a_lone_surrogate_is_400(stack_url: str) -> None:
     assert response.status_code == 400, response.text
     assert response.json()["message"].startswith("title")
     assert requests.get(f"{stack_url}/boards/{board}", timeout=TIMEOUT).status_code == 404
+
+
+def test_a_body_over_the_gateway_limit_is_413_before_it_is_read(stack_url: str) -> None:
+    """API Gateway refuses a body over 10 MiB itself (413, in the API's error shape); the
+    local gateway does too, answering from the header alone without reading the body."""
+    import json
+    import socket
+    from urllib.parse import urlsplit
+
+    board = unique_id("huge")
+    address = urlsplit(stack_url)
+    with socket.create_connection((address.hostname, address.port), timeout=TIMEOUT) as connection:
+        connection.sendall(
+            f"PUT /boards/{board} HTTP/1.1\r\nHost: {address.netloc}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {11 * 1024 * 1024}\r\n\r\n".encode()
+        )
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b" ")[1] == b"413"
+    error = json.loads(body)
+    assert error["code"] == "PayloadTooLarge"
+    assert "10 MiB" in error["message"]
+    assert requests.get(f"{stack_url}/boards/{board}", timeout=TIMEOUT).status_code == 404
