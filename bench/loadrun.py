@@ -20,7 +20,6 @@ should not have, a listing disagrees, or the checker found a difference.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -87,12 +86,9 @@ class LoadPlan:
     notes: list[str] = field(default_factory=list)
 
 
-STARTED = time.monotonic()
-
-
 def say(text: str) -> None:
     """Progress on the console, past the stack's redirected output."""
-    print(f"[{time.monotonic() - STARTED:5.0f} s] {text}", file=sys.__stdout__, flush=True)
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.__stdout__, flush=True)
 
 
 class Api:
@@ -312,26 +308,32 @@ def listing_problems(api: Api, board: str, order: str, period: str | None, score
     return problems
 
 
-def run_checker(target: Target, board: str, period: str | None) -> tuple[str, str]:
-    """The consistency checker on one board: ``(verdict, its output)``; verdict is
-    ``consistent``, ``differences`` or ``not run``."""
-    # CHECKER: `python -m devstack verify` (podium.consistency) is being built on another
-    # branch; until it is merged this reports "not run" and the load does not fail on it.
-    if importlib.util.find_spec("podium.consistency") is None:
-        return "not run", "the consistency checker (podium.consistency) is not in this checkout yet"
-    command = [sys.executable, "-m", "devstack", "--table-prefix", target.table_prefix, "verify", board]
-    command += ["--period", period] if period else []
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL_DYNAMODB": target.dynamodb,
-        "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
-    }
-    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed argument list
-        command, env=env, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False
+def run_checkers(target: Target, boards: list[tuple[str, str | None]]) -> dict[str, tuple[str, str]]:
+    """The consistency checker on each (board, period) of the load's tables, as
+    ``python -m devstack verify BOARD --period P`` runs it (``podium.consistency``, and its
+    description of the report), in this process: label -> (verdict, description), the
+    verdict ``consistent`` or ``differences``."""
+    import boto3
+
+    from devstack import template as template_module
+    from devstack.verify import describe
+    from podium.config import Settings
+    from podium.dal import Database
+    from podium.wiring import Services
+
+    spec = template_module.read(target.table_prefix)
+    settings = Settings(
+        table_name=spec.table_names["LeaderboardTable"],
+        idempotency_table_name=spec.table_names["IdempotencyTable"],
     )
-    output = (done.stdout + done.stderr).strip()
-    verdict = {0: "consistent", 1: "differences"}.get(done.returncode, f"failed (exit {done.returncode})")
-    return verdict, output
+    client = boto3.client("dynamodb", endpoint_url=target.dynamodb)
+    checker = Services(Database.connect(settings, client=client)).checker
+    verdicts = {}
+    for board, period in boards:
+        report = checker.check(board, period=period)
+        label = board if period is None else f"{board} ({period})"
+        verdicts[label] = ("consistent" if report.ok else "differences", describe(report))
+    return verdicts
 
 
 def run_load(target: Target, token: str | None, plan: LoadPlan) -> LoadReport:
@@ -392,10 +394,9 @@ def run_load(target: Target, token: str | None, plan: LoadPlan) -> LoadReport:
         for problem in listing_problems(api, board, orders[board], period, by_member)
     ]
     say("consistency checker")
-    checker = {}
-    for board in boards.values():
-        for period in periods_written(periods, board):
-            checker[board if period is None else f"{board} ({period})"] = run_checker(target, board, period)
+    checker = run_checkers(
+        target, [(board, period) for board in boards.values() for period in periods_written(periods, board)]
+    )
     if any(len(p) > 1 for p in periods.values()):
         plan.notes.append("the week changed during the load: the weekly board was checked across both weeks")
     return LoadReport(

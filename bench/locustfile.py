@@ -111,6 +111,12 @@ class Client(FastHttpUser):
         self.headers = {"Content-Type": "application/json"}
         if PLAN.get("token"):
             self.headers["Authorization"] = f"Bearer {PLAN['token']}"
+        # Every kind of write once first, so that even a short run has each of them.
+        self.submit_with_key()
+        self.replay()
+        self.submit_without_key()
+        self.events_with_ids()
+        self.events_without_ids()
 
     # ---- helpers ----
 
