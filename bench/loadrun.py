@@ -215,18 +215,20 @@ def wait_for_quiet(api: Api, boards: dict[str, str], members: list[str], timeout
         fresh = api.call("GET", f"/boards/{board}/members/{member}", params={"fresh": "true"})
         return bool(fresh["pendingEvents"])
 
-    def board_waits(board: str) -> list[str]:
-        waits = []
+    def board_waits(role: str) -> list[str]:
+        board, waits = boards[role], []
         if api.call("GET", f"/boards/{board}")["memberCount"] != len(members):
             waits.append(f"{board}: memberCount")
         head = api.call("GET", f"/boards/{board}/top", params={"limit": 100})
         index = api.call("GET", f"/boards/{board}/top", params={"limit": 100, "consistent": "true"})
-        if head["entries"] != index["entries"] or index["total"] != len(members):
+        # A new week's ranking counts only the members with a score in it.
+        counted = index["total"] == len(members) or "reset" in BOARD_SETTINGS[role]
+        if head["entries"] != index["entries"] or head["total"] != index["total"] or not counted:
             waits.append(f"{board}: head")
         return waits
 
     while True:
-        waiting = [wait for waits in api.each(board_waits, list(boards.values())) for wait in waits]
+        waiting = [wait for waits in api.each(board_waits, list(boards)) for wait in waits]
         while unfolded and not waiting:
             chunk, rest = unfolded[: Api.THREADS], unfolded[Api.THREADS :]
             still = [job for job, waits in zip(chunk, api.each(pending, chunk), strict=True) if waits]
