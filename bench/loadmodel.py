@@ -111,6 +111,7 @@ class Finding:
 class ModelCheck:
     members: int = 0
     acked: int = 0  # acknowledged writes (a key's attempts or an eventId's sends count once)
+    acked_events: int = 0  # of which events
     refused: int = 0
     unknown: int = 0
     unknown_applied: int = 0  # members whose score shows unknown writes that were applied
@@ -209,6 +210,7 @@ class Model:
             per_member[(write.board, write.member)].append(write)
             if write.outcome == "acked":
                 result.acked += 1
+                result.acked_events += int(write.kind == "event")
                 result.replays += max(0, len(write.answers) - 1)
             elif write.outcome == "unknown":
                 result.unknown += 1

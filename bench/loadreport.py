@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from bench.loadmodel import ModelCheck
@@ -70,6 +71,7 @@ class LoadReport:
     notes: list[str] = field(default_factory=list)
     machine: str = ""
     stream: str = ""
+    date: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
 
     @property
     def seconds(self) -> float:
@@ -153,7 +155,7 @@ def markdown(report: LoadReport) -> str:
         for role in report.boards
     )
     lines = [
-        f"Command: `{report.plan_command}`. Machine: {report.machine}.",
+        f"Command: `{report.plan_command}`, {report.date}. Machine: {report.machine}.",
         "",
         f"The local stack (`make run`'s: DynamoDB Local in memory, tokens checked, {report.stream}), "
         f"{report.users} locust clients without think time for {report.duration}, on four boards "
@@ -186,7 +188,9 @@ def markdown(report: LoadReport) -> str:
         "| model check | |",
         "|---|---:|",
         f"| members checked | {model.members} |",
-        f"| acknowledged writes (a key's attempts and an eventId's sends count once) | {model.acked} |",
+        f"| acknowledged score submissions (all the attempts of a key count once) | "
+        f"{model.acked - model.acked_events} |",
+        f"| acknowledged events (all the sends of an eventId count once) | {model.acked_events} |",
         f"| acknowledged replays of a key, answered as the first | {model.replays} |",
         f"| refused writes (4xx: nothing changed) | {model.refused} |",
         f"| writes without an answer or with a 5xx (either outcome allowed) | {model.unknown} |",
