@@ -19,7 +19,7 @@ export SAM_CLI_DISABLE_VERSION_CHECK := 1
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements-dev.txt requirements-bench.txt layers/podium/requirements.txt
+$(VENV)/.installed: requirements-dev.txt requirements-bench.txt requirements-load.txt layers/podium/requirements.txt
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3; \
 	  test -x $(PY) || $${PYTHON:-python3} -m venv $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -100,3 +100,14 @@ $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 bench: setup build $(VENV)/.bench-installed ## Measure items, RCU/WCU, rounds and latency of each access pattern on DynamoDB Local, next to Redis; writes docs/benchmarks.md (QUICK=1: a 2-minute smoke run into bench-data/quick/)
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	$(PY) -m bench $(if $(QUICK),--quick,)
+
+.PHONY: load
+DURATION ?= 60s
+USERS    ?= 64
+
+$(VENV)/.load-installed: requirements-load.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-load.txt
+	touch $@
+
+load: setup $(VENV)/.load-installed ## A bounded load on a local stack of its own: 64 locust clients (USERS) for 60 s (DURATION=300s), then every score against a model of the acknowledged writes, and the consistency checker; report in bench-data/load/report.md
+	$(PY) -m bench.loadrun --duration $(DURATION) --users $(USERS)
