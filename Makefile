@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench token
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout token
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -111,3 +111,6 @@ $(VENV)/.load-installed: requirements-load.txt $(VENV)/.installed
 
 load: setup $(VENV)/.load-installed ## A bounded load on a local stack of its own: 64 locust clients (USERS) for 60 s (DURATION=300s), then every score against a model of the acknowledged writes, and the consistency checker; report in bench-data/load/report.md
 	$(PY) -m bench.loadrun --duration $(DURATION) --users $(USERS)
+
+bench-fanout: setup ## What one notifier invocation costs when a popular member's change is told in chunks (docs/streams.md): make bench-fanout ARGS="--followers 2000 --chunks 100,500,1000"
+	$(PY) -m bench.fanout $(ARGS)
