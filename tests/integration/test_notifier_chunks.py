@@ -28,7 +28,7 @@ from tests.helpers import unique_id
 
 pytestmark = pytest.mark.integration
 
-CHUNK = 100
+CHUNK = 25
 BATCH_SIZE = 100  # the template's BatchSize for NotifierFunction
 BEFORE = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1_000_000)  # long before every change
 AFTER = int(datetime(2027, 1, 1, tzinfo=UTC).timestamp() * 1_000_000)  # long after every change
@@ -273,11 +273,11 @@ def _check_told_once(
     assert sorted(n.member_id for n in publisher.published if n.type == "overtaken") == sorted(expected)
 
 
-def test_a_member_followed_by_2500_tells_each_overtaken_follower_once_a_chunk_at_a_time(
+def test_a_member_followed_by_600_tells_each_overtaken_follower_once_a_chunk_at_a_time(
     popular: Setup, store: Database
 ) -> None:
-    # Given star (100) followed by 2,500 members, and a notifier that tells 100 per invocation
-    board, followers, source, publisher, service = popular(many_followers(2500))
+    # Given star (100) followed by 600 members, and a notifier that tells 25 per invocation
+    board, followers, source, publisher, service = popular(many_followers(600))
 
     # When star goes from 100 to 200
     service.members.submit_score(board, "star", Decimal(100))
@@ -285,7 +285,7 @@ def test_a_member_followed_by_2500_tells_each_overtaken_follower_once_a_chunk_at
 
     # Then exactly the followers the model says were passed are told, each once
     expected = overtaken_model(followers, Decimal(100), Decimal(200), _moment(store, board, "star"))
-    assert 700 < len(expected) < 900
+    assert 150 < len(expected) < 250
     _check_told_once(store, board, followers, publisher, expected)
     assert {n.type for n in publisher.published} == {"overtaken"}  # star led before and after
 
@@ -301,11 +301,11 @@ def test_a_member_followed_by_2500_tells_each_overtaken_follower_once_a_chunk_at
 def test_a_crash_between_chunks_and_every_batch_delivered_twice_still_tell_each_once(
     popular: Setup, store: Database
 ) -> None:
-    # Given star followed by 1,000, a notifier that crashes once after telling a chunk
+    # Given star followed by 300, a notifier that crashes once after telling a chunk
     # (before writing the fan-out on) and once on a publish inside another chunk, and an
     # event source that delivers every batch twice
     board, followers, source, publisher, service = popular(
-        many_followers(1000), twice=True, fail_publishes={250}, fail_advances={4}
+        many_followers(300), twice=True, fail_publishes={60}, fail_advances={4}
     )
 
     # When star goes from 100 to 200
@@ -326,8 +326,8 @@ def test_a_crash_between_chunks_and_every_batch_delivered_twice_still_tell_each_
 def test_two_popular_members_changing_in_one_batch_share_the_invocations_chunk(
     popular: Setup, service: Services, store: Database
 ) -> None:
-    # Given star and nova, both followed by the same 250 members
-    board, followers, source, publisher, _ = popular(many_followers(250), rivals=("star", "nova"))
+    # Given star and nova, both followed by the same 100 members
+    board, followers, source, publisher, _ = popular(many_followers(100), rivals=("star", "nova"))
 
     # When both go from 100 to 200, in one batch
     service.members.submit_score(board, "star", Decimal(100))
@@ -353,9 +353,9 @@ def test_two_popular_members_changing_in_one_batch_share_the_invocations_chunk(
 def test_a_member_deleted_while_its_fanout_is_pending_still_tells_the_rest_first(
     popular: Setup, store: Database, dynamodb_client: Any, local_tables: Any
 ) -> None:
-    # Given star followed by 250, whose change was told to its first chunk only (the
-    # followers with scores 0 to 99: none of them passed)
-    board, followers, source, publisher, service = popular(many_followers(250))
+    # Given star followed by 100, whose change was told to its first chunk only (the
+    # followers with scores 0 to 24: none of them passed)
+    board, followers, source, publisher, service = popular(many_followers(100))
     service.members.submit_score(board, "star", Decimal(100))
     moment = _moment(store, board, "star")
     first = source.records()
