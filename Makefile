@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench token
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench token redrive
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -75,6 +75,9 @@ plan: setup ## Capacity plan for one board in AWS (shards, RCU/WCU, monthly cost
 
 invoke: setup ## Invoke one function with an event against the running `make run`: make invoke FUNCTION=TopFunction EVENT=events/top.json
 	$(PY) -m devstack invoke $(FUNCTION) -e $(EVENT)
+
+redrive: setup ## Replay the stream records that failed every retry (StreamFailureQueue) through their consumer: make redrive (the running `make run`; DRY_RUN=1 only reports), make redrive ARGS="--aws --stack-name podium" (a deployed stack); docs/operations.md
+	$(PY) -m devstack redrive $(if $(DRY_RUN),--dry-run,) $(ARGS)
 
 ROLE ?= admin
 

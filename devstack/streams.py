@@ -24,55 +24,24 @@ from typing import Any
 
 from devstack.functions import FunctionPool, LambdaContext
 from devstack.template import StreamConsumer
+from podium.dal.streams import lambda_record
+from podium.stream.filters import matches, wanted
+
+__all__ = [
+    "FailureDestination",
+    "StreamPoller",
+    "StreamTail",
+    "failure_message",
+    "lambda_record",
+    "matches",
+]
 
 log = logging.getLogger("devstack.streams")
 
 POLL_INTERVAL = 0.1
 RETRY_DELAY = 0.05  # grows with each attempt, up to a second
 DESTINATION_RETRY_DELAY = 0.2  # between sends the destination refused, growing up to 5 s
-
-
-def matches(pattern: Any, value: Any) -> bool:
-    """EventBridge-style pattern matching, the subset Lambda filter criteria use here:
-    nested objects, lists of allowed literals, ``{"prefix": ...}`` and ``{"exists": ...}``."""
-    if isinstance(pattern, dict):
-        if not isinstance(value, dict):
-            return False
-        for key, sub in pattern.items():
-            if isinstance(sub, list) and any(isinstance(o, dict) and "exists" in o for o in sub):
-                wanted = next(o["exists"] for o in sub if isinstance(o, dict) and "exists" in o)
-                if (key in value) != wanted:
-                    return False
-                continue
-            if key not in value or not matches(sub, value[key]):
-                return False
-        return True
-    if isinstance(pattern, list):
-        for option in pattern:
-            if isinstance(option, dict) and "prefix" in option:
-                if isinstance(value, str) and value.startswith(option["prefix"]):
-                    return True
-            elif option == value:
-                return True
-        return False
-    return bool(pattern == value)
-
-
-def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
-    """A DynamoDB Streams record, as the Lambda event source mapping delivers it."""
-    dynamodb = dict(record["dynamodb"])
-    created = dynamodb.get("ApproximateCreationDateTime")
-    if isinstance(created, datetime):
-        dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
-    return {
-        "eventID": record["eventID"],
-        "eventName": record["eventName"],
-        "eventVersion": record.get("eventVersion", "1.1"),
-        "eventSource": "aws:dynamodb",
-        "awsRegion": record.get("awsRegion", "us-east-1"),
-        "dynamodb": dynamodb,
-        "eventSourceARN": stream_arn,
-    }
+DATABASE_WAIT = 0.5  # between checks whether an unreachable database answers again
 
 
 class StreamTail:
@@ -120,6 +89,15 @@ class ShardState:
     last_sequence: str | None = None  # of the last record read: where a renewed iterator starts
 
 
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the endpoint did not answer (refused, reset, timed out),
+    rather than answering with an error."""
+    from botocore.exceptions import ConnectionError as EndpointDown
+    from botocore.exceptions import HTTPClientError
+
+    return isinstance(error, EndpointDown | HTTPClientError)
+
+
 def _arrival(record: dict[str, Any]) -> str | None:
     created = record["dynamodb"].get("ApproximateCreationDateTime")
     if not isinstance(created, int | float):
@@ -130,8 +108,9 @@ def _arrival(record: dict[str, Any]) -> str | None:
 def failure_message(
     consumer: str, stream_arn: str, shard_id: str, records: list[dict[str, Any]], attempts: int = 1
 ) -> dict[str, Any]:
-    """What Lambda sends to a stream consumer's on-failure destination: the batch's
-    details (``DDBStreamBatchInfo``), not the records; read them from the stream."""
+    """What Lambda sends to a stream consumer's on-failure destination (its "invocation
+    record", in the shape of the Lambda developer guide's example): the batch's details
+    (``DDBStreamBatchInfo``), not the records; read them from the stream (the redrive)."""
     batch: dict[str, Any] = {
         "shardId": shard_id,
         "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
@@ -148,6 +127,7 @@ def failure_message(
             "condition": "RetryAttemptsExhausted",
             "approximateInvokeCount": attempts,
         },
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
         "version": "1.0",
         "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "DDBStreamBatchInfo": {k: v for k, v in batch.items() if v is not None},
@@ -271,8 +251,11 @@ class StreamPoller:
                     busy = self._poll_shard(state) or busy
                 if not busy:
                     self._stop.wait(POLL_INTERVAL)
-            except Exception:  # keep polling, as the managed poller does
-                log.exception("%s: stream polling failed; retrying", self.consumer.function)
+            except Exception as error:  # keep polling, as the managed poller does
+                if unreachable(error):  # DynamoDB Local restarting: the iterators stay valid
+                    log.warning("%s: the stream is unreachable (%s); retrying", self.consumer.function, error)
+                else:
+                    log.exception("%s: stream polling failed; retrying", self.consumer.function)
                 self._stop.wait(1.0)
 
     def _renew_iterator(self, state: ShardState) -> str:
@@ -322,13 +305,11 @@ class StreamPoller:
         if not state.pending:
             return False
         batch, state.pending = state.pending, []
-        wanted = [
-            r for r in batch if not self.consumer.filters or any(matches(p, r) for p in self.consumer.filters)
-        ]
-        if wanted:
-            self._deliver(state.shard_id, wanted)
+        handed = [r for r in batch if wanted(self.consumer.filters, r)]
+        if handed:
+            self._deliver(state.shard_id, handed)
             if self.deliver_twice:
-                self._deliver(state.shard_id, wanted)
+                self._deliver(state.shard_id, handed)
         return True
 
     def _deliver(self, shard_id: str, records: list[dict[str, Any]]) -> None:
@@ -358,6 +339,9 @@ class StreamPoller:
                 )
                 self.delivered += failed_from
             rest = batch[failed_from:]
+            if self._waited_for_database():
+                queue.insert(0, rest)  # the attempt does not count: see _waited_for_database
+                continue
             key = rest[0]["eventID"] if rest else first
             attempts[key] = attempts.get(key, 0) + 1
             limit = self.consumer.max_retries
@@ -369,6 +353,30 @@ class StreamPoller:
                 continue
             time.sleep(min(1.0, self.retry_delay * attempts[key]))
             queue.insert(0, rest)
+
+    def _waited_for_database(self) -> bool:
+        """Whether the database was unreachable after an attempt failed; if so, wait until
+        it answers again. Such an attempt does not count against the retry limit: in AWS a
+        consumer's retries are for its own errors and the table never goes away, while
+        DynamoDB Local can be killed and restarted (its -dbPath keeps the stream), and the
+        records it failed meanwhile would go to the failure queue for nothing."""
+        waited = False
+        while not self._stop.is_set():
+            try:
+                self.client.describe_stream(StreamArn=self.stream_arn, Limit=1)
+                return waited
+            except Exception as error:
+                if not unreachable(error):
+                    return waited
+                if not waited:
+                    log.warning(
+                        "%s: the database is unreachable (%s); the shard waits for it",
+                        self.consumer.function,
+                        error,
+                    )
+                waited = True
+            self._stop.wait(DATABASE_WAIT)
+        return waited
 
     def _give_up(self, shard_id: str, records: list[dict[str, Any]], attempts: int) -> None:
         """Hand records to the on-failure destination, retrying until it takes them: the
