@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
             verbose=args.verbose,
             deliver_twice=args.deliver_twice,
             schedule_seconds=args.schedule_seconds,
+            db_path=args.db_path,
         )
     )
     return 0
@@ -117,6 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="run every schedule of the template every N seconds instead of its rate "
         "(also DEVSTACK_SCHEDULE_SECONDS; tests use it)",
+    )
+    parser.add_argument(
+        "--db-path",
+        type=Path,
+        metavar="DIR",
+        help="keep DynamoDB Local's data on disk in DIR (-dbPath), across restarts (make run DB_PATH=DIR)",
     )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("run", help="run the whole stack in the foreground (the default)")

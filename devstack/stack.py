@@ -138,6 +138,7 @@ class Stack:
     verbose: bool = False
     deliver_twice: bool = False
     schedule_seconds: float | None = None  # replaces every schedule's period (tests use it)
+    db_path: Path | None = None  # DynamoDB Local on disk here (-dbPath), not in memory
     announce: bool = True  # write .devstack/running.json for `invoke` (not for a stack inside the bench)
     # Tokens checked as in AWS, against the stack's own issuer; PODIUM_AUTH=off: every caller is an admin.
     auth: bool = field(default_factory=lambda: os.environ.get(AUTH_SWITCH, "on").strip().lower() != "off")
@@ -176,7 +177,7 @@ class Stack:
 
         use_local_credentials()
         if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
-            self.dynamodb = DynamoDBLocal.start(log_path=STATE / "dynamodb-local.log")
+            self.dynamodb = DynamoDBLocal.start(log_path=STATE / "dynamodb-local.log", db_path=self.db_path)
             os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = self.dynamodb.endpoint
             log.info("DynamoDB Local %s (pid %d)", self.dynamodb.endpoint, self.dynamodb.pid)
         spec = template_module.read(self.table_prefix)

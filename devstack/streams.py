@@ -8,6 +8,11 @@ and after ``MaximumRetryAttempts`` it hands the failed records to the on-failure
 destination: the template's SQS queue on the local SQS endpoint, or a JSON-lines file
 for a consumer that has no destination. A destination that refuses a message is retried
 until it takes it (the shard waits); the records are never dropped silently.
+
+When the database stops answering (DynamoDB Local killed, then restarted on disk), the
+shards wait for it, attempts that failed meanwhile do not count against the retry limit,
+and once it answers every shard goes back a few seconds and reads on from there: the
+consumers apply each record once, however often they get it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +48,11 @@ POLL_INTERVAL = 0.1
 RETRY_DELAY = 0.05  # grows with each attempt, up to a second
 DESTINATION_RETRY_DELAY = 0.2  # between sends the destination refused, growing up to 5 s
 DATABASE_WAIT = 0.5  # between checks whether an unreachable database answers again
+# After the database was unreachable, every shard goes back to where it was this long
+# before: DynamoDB Local acknowledges a transaction a moment before it is on disk, so a
+# kill can take back the last effects a consumer wrote (docs/operations.md, "After a crash").
+REWIND_SECONDS = 5.0
+CHECKPOINT_HISTORY = 60.0
 
 
 class StreamTail:
@@ -87,6 +98,23 @@ class ShardState:
     pending: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
     last_sequence: str | None = None  # of the last record read: where a renewed iterator starts
+    # (when, last_sequence) after each batch handed over, the last minute of them: where to
+    # go back to after the database was unreachable (StreamPoller._recover)
+    checkpoints: deque[tuple[float, str | None]] = field(default_factory=deque)
+
+    def checkpoint(self, now: float) -> None:
+        self.checkpoints.append((now, self.last_sequence))
+        while len(self.checkpoints) > 1 and self.checkpoints[1][0] < now - CHECKPOINT_HISTORY:
+            self.checkpoints.popleft()
+
+    def before(self, moment: float) -> str | None:
+        """The last sequence number handed over by ``moment`` (None: the start)."""
+        found = None
+        for when, sequence in self.checkpoints:
+            if when > moment:
+                break
+            found = sequence
+        return found
 
 
 def unreachable(error: BaseException) -> bool:
@@ -204,6 +232,7 @@ class StreamPoller:
         self.delivered = 0
         self.retry_delay = RETRY_DELAY
         self.destination_retry_delay = DESTINATION_RETRY_DELAY
+        self._outage_began: float | None = None  # when the database was first found unreachable
 
     def start(self) -> None:
         self._discover()  # position the iterators now, so LATEST means "from start-up"
@@ -235,6 +264,7 @@ class StreamPoller:
                 ShardIteratorType=self.consumer.starting_position,
             )["ShardIterator"]
             self.shards[shard_id] = ShardState(shard_id, iterator)
+            self.shards[shard_id].checkpoint(time.monotonic())
 
     def _run(self) -> None:
         last_discovery = 0.0
@@ -243,6 +273,8 @@ class StreamPoller:
                 self._stop.wait(POLL_INTERVAL)
                 continue
             try:
+                if self._outage_began is not None:
+                    self._recover()
                 if time.monotonic() - last_discovery > 1.0:
                     self._discover()
                     last_discovery = time.monotonic()
@@ -252,11 +284,33 @@ class StreamPoller:
                 if not busy:
                     self._stop.wait(POLL_INTERVAL)
             except Exception as error:  # keep polling, as the managed poller does
-                if unreachable(error):  # DynamoDB Local restarting: the iterators stay valid
-                    log.warning("%s: the stream is unreachable (%s); retrying", self.consumer.function, error)
+                if unreachable(error):  # DynamoDB Local restarting: its iterators stay valid
+                    if self._outage_began is None:
+                        self._outage_began = time.monotonic()
+                        log.warning("%s: the stream is unreachable (%s)", self.consumer.function, error)
                 else:
                     log.exception("%s: stream polling failed; retrying", self.consumer.function)
                 self._stop.wait(1.0)
+
+    def _recover(self) -> None:
+        """Once the database answers again after it was unreachable, go back on every shard
+        to where it was ``REWIND_SECONDS`` before, and read on from there: the consumers
+        apply a record once however often they get it, so what was applied is skipped and
+        what a crash took back is applied again."""
+        self.client.describe_stream(StreamArn=self.stream_arn, Limit=1)  # raises while it is down
+        assert self._outage_began is not None
+        moment = self._outage_began - REWIND_SECONDS
+        for state in self.shards.values():
+            state.last_sequence = state.before(moment)
+            state.pending = []
+            state.iterator = self._renew_iterator(state)
+            log.warning(
+                "%s: the database answers again; shard %s reads on after sequence number %s",
+                self.consumer.function,
+                state.shard_id,
+                state.last_sequence or f"nothing ({self.consumer.starting_position})",
+            )
+        self._outage_began = None
 
     def _renew_iterator(self, state: ShardState) -> str:
         """A new iterator where reading stopped: after the last record read, or at the
@@ -310,6 +364,7 @@ class StreamPoller:
             self._deliver(state.shard_id, handed)
             if self.deliver_twice:
                 self._deliver(state.shard_id, handed)
+        state.checkpoint(time.monotonic())
         return True
 
     def _deliver(self, shard_id: str, records: list[dict[str, Any]]) -> None:
@@ -374,6 +429,8 @@ class StreamPoller:
                         self.consumer.function,
                         error,
                     )
+                if self._outage_began is None:
+                    self._outage_began = time.monotonic()
                 waited = True
             self._stop.wait(DATABASE_WAIT)
         return waited
