@@ -79,6 +79,11 @@ invoke: setup ## Invoke one function with an event against the running `make run
 redrive: setup ## Replay the stream records that failed every retry (StreamFailureQueue) through their consumer: make redrive (the running `make run`; DRY_RUN=1 only reports), make redrive ARGS="--aws --stack-name podium" (a deployed stack); docs/operations.md
 	$(PY) -m devstack redrive $(if $(DRY_RUN),--dry-run,) $(ARGS)
 
+.PHONY: verify
+verify: setup ## Check a board's ranking index, head, buckets and counts against its items (the running `make run`): make verify BOARD=images [PERIOD=2026-W47] [REPAIR=1]; docs/operations.md
+	@test -n "$(BOARD)" || { echo "make verify needs BOARD=<boardId>" >&2; exit 2; }
+	$(PY) -m devstack verify $(BOARD) $(if $(PERIOD),--period $(PERIOD),) $(if $(REPAIR),--repair,) $(ARGS)
+
 ROLE ?= admin
 
 token: ## Print a token from the running `make run`'s issuer: make token ROLE=admin, or ROLE=player MEMBER=alice

@@ -139,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     redrive_parser.add_argument("--table-prefix", default=argparse.SUPPRESS, help="the local stack's")
     redrive.add_arguments(redrive_parser)
+    from devstack import verify  # the consistency checker of a board (``make verify``)
+
+    verify.add_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "verify":
+        return verify.verify(args)
     if args.command == "token":
         return token(args)
     if args.command == "redrive":

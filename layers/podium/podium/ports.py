@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from podium.models import (
     Board,
@@ -26,6 +26,9 @@ from podium.models import (
     Snapshot,
     View,
 )
+
+if TYPE_CHECKING:
+    from podium.dal.audit import BoardItems, IndexEntry
 
 
 class BoardStore(Protocol):
@@ -205,6 +208,20 @@ class SnapshotStore(Protocol):
     ) -> tuple[list[Snapshot], str | None]: ...
 
 
+class AuditStore(Protocol):
+    """What the consistency checker reads raw, and the repairs no other store makes."""
+
+    def board_items(self, board_id: str) -> BoardItems: ...
+    def index_entries(self, partition: str) -> list[IndexEntry]: ...
+    def stored_counts(self, board_id: str, period: str | None) -> tuple[int | None, int | None]: ...
+    def set_member_count(self, board_id: str, seen: int | None, value: int) -> bool: ...
+    def set_period_count(
+        self, board_id: str, period: str, seen: int | None, value: int, expires: int | None
+    ) -> bool: ...
+    def delete_orphan_score(self, board_id: str, member_id: str, period: str, version: int) -> bool: ...
+    def drop_index_keys(self, entry: IndexEntry) -> bool: ...
+
+
 class Repositories(Protocol):
     """Every store of the service (``podium.dal.Database``)."""
 
@@ -222,6 +239,8 @@ class Repositories(Protocol):
     def eventlog(self) -> EventStore: ...
     @property
     def snapshots(self) -> SnapshotStore: ...
+    @property
+    def audit(self) -> AuditStore: ...
 
 
 class Publisher(Protocol):
