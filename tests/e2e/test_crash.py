@@ -28,9 +28,11 @@ from typing import Any
 import pytest
 import requests
 
+from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal
+from podium.config import Settings
 from tests.conftest import WORKER, StackLauncher
-from tests.helpers import decimal_json, eventually, unique_id
+from tests.helpers import decimal_json, eventually, unique_id, verify_board
 from tests.messaging import LocalStack
 
 pytestmark = pytest.mark.e2e
@@ -214,9 +216,11 @@ def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
         eventually(stream_applied, timeout=60)
         assert failures_queued(stack) == 0
 
-        # And the consistency checker finds nothing to repair.
-        # CHECKER: call tests.helpers.verify_board(...) here once the consistency checker
-        # (layers/podium/podium/consistency.py) has landed on main.
+        # And the consistency checker finds nothing to repair
+        table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
+        report = verify_board(Settings(table_name=table), board, endpoint=database.endpoint)
+        assert report.ok, [d.detail for d in report.differences]
+        assert report.counts["members"] == len(scores), report.counts
 
 
 def failures_queued(stack: LocalStack) -> int:

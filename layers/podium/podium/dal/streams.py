@@ -24,6 +24,11 @@ def _code(error: Exception) -> str:
     return str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
 
 
+def _gone(error: Exception) -> RecordsGone:
+    message = getattr(error, "response", {}).get("Error", {}).get("Message", "") or str(error)
+    return RecordsGone(f"{_code(error)}: {message}")
+
+
 def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
     """A DynamoDB Streams record (as ``GetRecords`` returns it through boto3), as the Lambda
     event source mapping delivers it."""
@@ -59,8 +64,7 @@ class StreamRecords:
     def between(self, stream_arn: str, shard_id: str, first: str, last: str) -> list[dict[str, Any]]:
         """Every record from sequence number ``first`` to ``last`` (both included), in the
         Lambda event's shape; ``RecordsGone`` when the stream no longer has them."""
-        where = f"shard {shard_id} of {stream_arn}, sequence numbers {first} to {last}"
-        iterator: str | None = self._iterator(stream_arn, shard_id, where, "AT_SEQUENCE_NUMBER", first)
+        iterator: str | None = self._iterator(stream_arn, shard_id, "AT_SEQUENCE_NUMBER", first)
         records: list[dict[str, Any]] = []
         empty = 0
         while iterator and empty < EMPTY_PAGES:
@@ -68,16 +72,11 @@ class StreamRecords:
                 response = self.client.get_records(ShardIterator=iterator, Limit=1000)
             except Exception as error:
                 if _code(error) == "ExpiredIteratorException" and records:
-                    iterator = self._iterator(
-                        stream_arn,
-                        shard_id,
-                        where,
-                        "AFTER_SEQUENCE_NUMBER",
-                        records[-1]["dynamodb"]["SequenceNumber"],
-                    )
+                    after = records[-1]["dynamodb"]["SequenceNumber"]
+                    iterator = self._iterator(stream_arn, shard_id, "AFTER_SEQUENCE_NUMBER", after)
                     continue
                 if _code(error) in GONE:
-                    raise RecordsGone(f"{where}: {_code(error)}: {error}") from error
+                    raise _gone(error) from error
                 raise
             page = [lambda_record(record, stream_arn) for record in response.get("Records", [])]
             records.extend(r for r in page if _sequence(r) <= int(last))
@@ -86,22 +85,22 @@ class StreamRecords:
             empty = 0 if page else empty + 1
             iterator = response.get("NextShardIterator")
         if not records or _sequence(records[0]) != int(first):
-            raise RecordsGone(f"{where}: the first record is no longer on the shard")
+            raise RecordsGone(f"the record at sequence number {first} is no longer on the shard")
         if _sequence(records[-1]) != int(last):
             raise RecordsGone(
-                f"{where}: the shard ends at sequence number "
-                f"{records[-1]['dynamodb']['SequenceNumber']}, before the last record"
+                f"the shard ends at sequence number {records[-1]['dynamodb']['SequenceNumber']}, "
+                f"before the last record ({last})"
             )
         return records
 
-    def _iterator(self, stream_arn: str, shard_id: str, where: str, kind: str, sequence: str) -> str:
+    def _iterator(self, stream_arn: str, shard_id: str, kind: str, sequence: str) -> str:
         try:
             response = self.client.get_shard_iterator(
                 StreamArn=stream_arn, ShardId=shard_id, ShardIteratorType=kind, SequenceNumber=sequence
             )
         except Exception as error:
             if _code(error) in GONE:
-                raise RecordsGone(f"{where}: {_code(error)}: {error}") from error
+                raise _gone(error) from error
             raise
         return str(response["ShardIterator"])
 
