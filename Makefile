@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench token redrive
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout token redrive
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -96,3 +96,17 @@ $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 bench: setup build $(VENV)/.bench-installed ## Measure items, RCU/WCU, rounds and latency of each access pattern on DynamoDB Local, next to Redis; writes docs/benchmarks.md (QUICK=1: a 2-minute smoke run into bench-data/quick/)
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	$(PY) -m bench $(if $(QUICK),--quick,)
+
+.PHONY: load
+DURATION ?= 60s
+USERS    ?= 64
+
+$(VENV)/.load-installed: requirements-load.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-load.txt
+	touch $@
+
+load: setup $(VENV)/.load-installed ## A bounded load on a local stack of its own: 64 locust clients (USERS) for 60 s (DURATION=300s), then every score against a model of the acknowledged writes, and the consistency checker; report in bench-data/load/report.md
+	$(PY) -m bench.loadrun --duration $(DURATION) --users $(USERS)
+
+bench-fanout: setup ## What one notifier invocation costs when a popular member's change is told in chunks (docs/streams.md): make bench-fanout ARGS="--followers 2000 --chunks 100,500,1000"
+	$(PY) -m bench.fanout $(ARGS)

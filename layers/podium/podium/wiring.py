@@ -84,7 +84,10 @@ class Services:
     def notifier(self, publisher: Publisher) -> Notifier:
         from podium.stream.notify import Notifier
 
-        return Notifier(self.db.social, self.db.members, self.db.index, publisher, self.boards.settings)
+        chunk = settings().fanout_chunk_size
+        return Notifier(
+            self.db.social, self.db.members, self.db.index, publisher, self.boards.settings, chunk
+        )
 
 
 @cache
