@@ -260,3 +260,78 @@ def test_the_stream_is_read_from_the_first_sequence_number_to_the_last() -> None
 def test_records_the_stream_no_longer_has_are_gone(client: StreamsClient, first: str, why: str) -> None:
     with pytest.raises(RecordsGone, match=why):
         StreamRecords(client).between(STREAM, "shard", first, "30")
+
+
+class LambdaClient:
+    """Lambda's ListEventSourceMappings (one page) and a synchronous Invoke."""
+
+    def __init__(self, answer: Any, function_error: str | None = None) -> None:
+        self.answer = answer
+        self.function_error = function_error
+        self.invoked: list[dict[str, Any]] = []
+
+    def get_paginator(self, operation: str) -> Any:
+        assert operation == "list_event_source_mappings"
+        client = self
+
+        class Pages:
+            def paginate(self, **request: Any) -> list[dict[str, Any]]:
+                client.invoked.append(request)
+                pattern = '{"dynamodb": {"Keys": {"sk": {"S": [{"prefix": "SCORE#"}]}}}}'
+                return [{"EventSourceMappings": [{"FilterCriteria": {"Filters": [{"Pattern": pattern}]}}]}]
+
+        return Pages()
+
+    def invoke(self, **request: Any) -> dict[str, Any]:
+        import io
+
+        self.invoked.append(request)
+        response: dict[str, Any] = {
+            "StatusCode": 200,
+            "Payload": io.BytesIO(json.dumps(self.answer).encode()),
+        }
+        if self.function_error:
+            response["FunctionError"] = self.function_error
+        return response
+
+
+def test_a_deployed_consumer_is_invoked_with_the_event_and_its_failures_read() -> None:
+    from podium.dal.streams import LambdaConsumers
+
+    client = LambdaClient({"batchItemFailures": [{"itemIdentifier": "7"}]})
+    consumers = LambdaConsumers(client)
+    assert consumers.filters(FUNCTION, STREAM) == [
+        {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": "SCORE#"}]}}}}
+    ]
+    assert client.invoked[0] == {"FunctionName": FUNCTION, "EventSourceArn": STREAM}
+    assert consumers.invoke(FUNCTION, {"Records": [record(7)]}) == ["7"]
+    sent = client.invoked[1]
+    assert sent["FunctionName"] == FUNCTION
+    assert sent["InvocationType"] == "RequestResponse"
+    assert json.loads(sent["Payload"])["Records"][0]["eventID"] == "e7"
+    assert LambdaConsumers(LambdaClient(None)).invoke(FUNCTION, {"Records": []}) == []
+
+
+def test_a_deployed_consumer_that_raised_is_a_failure() -> None:
+    from podium.dal.streams import ConsumerFailed, LambdaConsumers
+
+    client = LambdaClient(
+        {"errorType": "ValueError", "errorMessage": "the rolled-up score leaves the bounds"}, "Unhandled"
+    )
+    with pytest.raises(ConsumerFailed, match="leaves the bounds"):
+        LambdaConsumers(client).invoke(FUNCTION, {"Records": [record(1)]})
+
+
+def test_the_queue_is_found_in_the_stacks_outputs() -> None:
+    from podium.dal.streams import stack_output
+
+    class CloudFormation:
+        def describe_stacks(self, StackName: str) -> dict[str, Any]:
+            assert StackName == "podium"
+            return {
+                "Stacks": [{"Outputs": [{"OutputKey": "StreamFailureQueueUrl", "OutputValue": "https://q"}]}]
+            }
+
+    assert stack_output("podium", "StreamFailureQueueUrl", CloudFormation()) == "https://q"
+    with pytest.raises(LookupError, match="no output Nope"):
+        stack_output("podium", "Nope", CloudFormation())
