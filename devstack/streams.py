@@ -25,6 +25,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +230,9 @@ class StreamPoller:
         self._stop = threading.Event()
         self._paused = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"stream-{consumer.function}", daemon=True)
+        self._watcher = threading.Thread(
+            target=self._watch, name=f"stream-{consumer.function}-watch", daemon=True
+        )
         self.delivered = 0
         self.retry_delay = RETRY_DELAY
         self.destination_retry_delay = DESTINATION_RETRY_DELAY
@@ -237,10 +241,40 @@ class StreamPoller:
     def start(self) -> None:
         self._discover()  # position the iterators now, so LATEST means "from start-up"
         self._thread.start()
+        self._watcher.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+        if self._watcher.is_alive():
+            self._watcher.join(timeout=10)
+
+    def _watch(self) -> None:
+        """Notice the database going away even while a delivery is in hand: a consumer's own
+        DynamoDB client can ride out a short restart on its retries, and the effects it
+        wrote just before the kill would then never be written again (``_recover``)."""
+        while not self._stop.wait(DATABASE_WAIT):
+            try:
+                self._probe.describe_stream(StreamArn=self.stream_arn, Limit=1)
+            except Exception as error:
+                if unreachable(error) and self._outage_began is None:
+                    self._outage_began = time.monotonic()
+                    log.warning("%s: the database is unreachable (%s)", self.consumer.function, error)
+
+    @cached_property
+    def _probe(self) -> Any:
+        """The streams client, without retries and with short timeouts: whether the
+        database answers, at once (the poller's own client retries for seconds)."""
+        meta = getattr(self.client, "meta", None)
+        if meta is None:
+            return self.client  # a stand-in's (tests)
+        import boto3
+        from botocore.config import Config
+
+        config = Config(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=5)
+        return boto3.client(
+            "dynamodbstreams", endpoint_url=meta.endpoint_url, region_name=meta.region_name, config=config
+        )
 
     def pause(self, paused: bool) -> None:
         """Stop reading the stream (after the batch in hand), or go on where it stopped."""
@@ -297,7 +331,7 @@ class StreamPoller:
         to where it was ``REWIND_SECONDS`` before, and read on from there: the consumers
         apply a record once however often they get it, so what was applied is skipped and
         what a crash took back is applied again."""
-        self.client.describe_stream(StreamArn=self.stream_arn, Limit=1)  # raises while it is down
+        self._probe.describe_stream(StreamArn=self.stream_arn, Limit=1)  # raises while it is down
         assert self._outage_began is not None
         moment = self._outage_began - REWIND_SECONDS
         for state in self.shards.values():
@@ -418,7 +452,7 @@ class StreamPoller:
         waited = False
         while not self._stop.is_set():
             try:
-                self.client.describe_stream(StreamArn=self.stream_arn, Limit=1)
+                self._probe.describe_stream(StreamArn=self.stream_arn, Limit=1)
                 return waited
             except Exception as error:
                 if not unreachable(error):
