@@ -85,7 +85,12 @@ def aws_redrive(stack_name: str | None, queue_url: str | None) -> Redrive:
     if queue_url is None:
         if stack_name is None:
             raise NotRunning("--aws needs --stack-name (or --queue-url)")
-        queue_url = stack_output(stack_name, QUEUE_OUTPUT)
+        try:
+            queue_url = stack_output(stack_name, QUEUE_OUTPUT)
+        except LookupError:
+            raise
+        except Exception as error:  # no such stack, no credentials: a usage error
+            raise NotRunning(f"the stack {stack_name}: {error}") from error
     return Redrive(FailureQueue(queue_url), StreamRecords(), LambdaConsumers())
 
 
