@@ -1,5 +1,6 @@
-"""``python -m devstack``: run the whole stack in the foreground (``make run``), or invoke
-one function with a sample event, the docker-less ``sam local invoke``."""
+"""``python -m devstack``: run the whole stack in the foreground (``make run``), invoke
+one function with a sample event (the docker-less ``sam local invoke``), or replay the
+stream records that failed every retry (``redrive``)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ import signal
 import sys
 from pathlib import Path
 
-from devstack import template as template_module
+from devstack import redrive
 from devstack.functions import LambdaContext, load_handler
-from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, create_messaging, endpoints
-from devstack.stack import RUNNING, Stack, serve_forever, use_local_credentials
+from devstack.stack import RUNNING, NotRunning, Stack, attach, serve_forever
 
 
 def _stop_on_sigterm(*_: object) -> None:
@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
             verbose=args.verbose,
             deliver_twice=args.deliver_twice,
             schedule_seconds=args.schedule_seconds,
+            db_path=args.db_path,
         )
     )
     return 0
@@ -42,38 +43,11 @@ def invoke(args: argparse.Namespace) -> int:
     """Invoke one function of the template with an event file, against the DynamoDB, topics
     and queues of a running ``make run`` (or ``AWS_ENDPOINT_URL_DYNAMODB`` and
     ``AWS_ENDPOINT_URL_SNS``)."""
-    use_local_credentials()
-    prefix = args.table_prefix
-    running = json.loads(RUNNING.read_text()) if RUNNING.exists() else None
-    if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
-        if running is None:
-            print("no local stack is running: start `make run` first", file=sys.stderr)
-            return 2
-        os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = running["dynamodb"]
-        prefix = running["tablePrefix"]
-    spec = template_module.read(prefix)
-    refs: dict[str, str] = {}
-    if (
-        running is not None
-        and running.get("sns")
-        and running.get("tablePrefix") == prefix
-        and os.environ.get(SNS_ENDPOINT, running["sns"]) == running["sns"]
-    ):
-        os.environ[SNS_ENDPOINT] = running["sns"]
-        os.environ.setdefault(SQS_ENDPOINT, running["sqs"])
-        refs = {**running["topics"], **running["queues"]}
-    elif (found := endpoints()) is not None:
-        os.environ[SNS_ENDPOINT], os.environ[SQS_ENDPOINT] = found
-        refs = create_messaging(spec, *found).refs
-    # The running stack's token issuer, and whether it checks tokens at all.
-    issuer = dict(running.get("localEnvironment") or {}) if running is not None else {}
-    if running is not None:
-        os.environ["PODIUM_AUTH"] = "on" if running.get("auth", True) else "off"
     try:
-        spec.environment(refs, overrides=issuer)
-    except template_module.UnresolvedReference as error:
-        print(f"warning: {error} (start `make run`, or set {SNS_ENDPOINT})", file=sys.stderr)
-    os.environ.update(spec.environment(refs, unresolved="omit", overrides=issuer))
+        spec, _ = attach(args.table_prefix)
+    except NotRunning as error:
+        print(error, file=sys.stderr)
+        return 2
     functions = {r.function: (r.code_dir, r.handler) for r in spec.routes()}
     functions.update({c.function: (c.code_dir, c.handler) for c in spec.stream_consumers()})
     functions.update({s.function: (s.code_dir, s.handler) for s in spec.schedules()})
@@ -145,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run every schedule of the template every N seconds instead of its rate "
         "(also DEVSTACK_SCHEDULE_SECONDS; tests use it)",
     )
+    parser.add_argument(
+        "--db-path",
+        type=Path,
+        metavar="DIR",
+        help="keep DynamoDB Local's data on disk in DIR (-dbPath), across restarts (make run DB_PATH=DIR)",
+    )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("run", help="run the whole stack in the foreground (the default)")
     invoke_parser = commands.add_parser("invoke", help="invoke one function with an event file")
@@ -154,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     token_parser.add_argument("--role", choices=("admin", "player"), default="admin")
     token_parser.add_argument("--member", help="the player's memberId (role player)")
     token_parser.add_argument("--expires-in", type=int, default=3600, help="seconds (default 3600)")
+    redrive_parser = commands.add_parser(
+        "redrive", help="replay the stream records of the failure queue through their consumer"
+    )
+    redrive_parser.add_argument("--table-prefix", default=argparse.SUPPRESS, help="the local stack's")
+    redrive.add_arguments(redrive_parser)
     from devstack import verify  # the consistency checker of a board (``make verify``)
 
     verify.add_parser(commands)
@@ -162,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         return verify.verify(args)
     if args.command == "token":
         return token(args)
+    if args.command == "redrive":
+        return redrive.main(args)
     return invoke(args) if args.command == "invoke" else run(args)
 
 

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,50 @@ def use_local_credentials() -> None:
     """DynamoDB Local accepts any credentials; never send real ones to it."""
     for key, value in LOCAL_CREDENTIALS.items():
         os.environ.setdefault(key, value)
+
+
+class NotRunning(RuntimeError):
+    """No local stack to attach to."""
+
+
+def attach(table_prefix: str) -> tuple[template_module.Template, dict[str, str]]:
+    """Point this process at the DynamoDB, topics and queues of a running ``make run`` (or
+    of ``AWS_ENDPOINT_URL_DYNAMODB`` and ``AWS_ENDPOINT_URL_SNS`` / ``_SQS``, under
+    ``table_prefix``) and set the functions' environment, so that a function can run here
+    as it does in the stack (``invoke``, ``redrive``). The template, and the topics' ARNs
+    and queues' URLs by logical id (empty without an SNS endpoint)."""
+    use_local_credentials()
+    prefix = table_prefix
+    running = json.loads(RUNNING.read_text()) if RUNNING.exists() else None
+    if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
+        if running is None:
+            raise NotRunning("no local stack is running: start `make run` first")
+        os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = running["dynamodb"]
+        prefix = running["tablePrefix"]
+    spec = template_module.read(prefix)
+    refs: dict[str, str] = {}
+    if (
+        running is not None
+        and running.get("sns")
+        and running.get("tablePrefix") == prefix
+        and os.environ.get(SNS_ENDPOINT, running["sns"]) == running["sns"]
+    ):
+        os.environ[SNS_ENDPOINT] = running["sns"]
+        os.environ.setdefault(SQS_ENDPOINT, running["sqs"])
+        refs = {**running["topics"], **running["queues"]}
+    elif (found := endpoints()) is not None:
+        os.environ[SNS_ENDPOINT], os.environ[SQS_ENDPOINT] = found
+        refs = create_messaging(spec, *found).refs
+    # The running stack's token issuer, and whether it checks tokens at all.
+    issuer = dict(running.get("localEnvironment") or {}) if running is not None else {}
+    if running is not None:
+        os.environ[AUTH_SWITCH] = "on" if running.get("auth", True) else "off"
+    try:
+        spec.environment(refs, overrides=issuer)
+    except template_module.UnresolvedReference as error:
+        print(f"warning: {error} (start `make run`, or set {SNS_ENDPOINT})", file=sys.stderr)
+    os.environ.update(spec.environment(refs, unresolved="omit", overrides=issuer))
+    return spec, refs
 
 
 def create_tables(client: Any, spec: template_module.Template) -> dict[str, str]:
@@ -93,6 +138,7 @@ class Stack:
     verbose: bool = False
     deliver_twice: bool = False
     schedule_seconds: float | None = None  # replaces every schedule's period (tests use it)
+    db_path: Path | None = None  # DynamoDB Local on disk here (-dbPath), not in memory
     announce: bool = True  # write .devstack/running.json for `invoke` (not for a stack inside the bench)
     # Tokens checked as in AWS, against the stack's own issuer; PODIUM_AUTH=off: every caller is an admin.
     auth: bool = field(default_factory=lambda: os.environ.get(AUTH_SWITCH, "on").strip().lower() != "off")
@@ -131,7 +177,7 @@ class Stack:
 
         use_local_credentials()
         if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
-            self.dynamodb = DynamoDBLocal.start(log_path=STATE / "dynamodb-local.log")
+            self.dynamodb = DynamoDBLocal.start(log_path=STATE / "dynamodb-local.log", db_path=self.db_path)
             os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = self.dynamodb.endpoint
             log.info("DynamoDB Local %s (pid %d)", self.dynamodb.endpoint, self.dynamodb.pid)
         spec = template_module.read(self.table_prefix)

@@ -8,6 +8,11 @@ and after ``MaximumRetryAttempts`` it hands the failed records to the on-failure
 destination: the template's SQS queue on the local SQS endpoint, or a JSON-lines file
 for a consumer that has no destination. A destination that refuses a message is retried
 until it takes it (the shard waits); the records are never dropped silently.
+
+When the database stops answering (DynamoDB Local killed, then restarted on disk), the
+shards wait for it, attempts that failed meanwhile do not count against the retry limit,
+and once it answers every shard goes back a few seconds and reads on from there: the
+consumers apply each record once, however often they get it.
 """
 
 from __future__ import annotations
@@ -17,62 +22,38 @@ import logging
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from devstack.functions import FunctionPool, LambdaContext
 from devstack.template import StreamConsumer
+from podium.dal.streams import lambda_record
+from podium.stream.filters import matches, wanted
+
+__all__ = [
+    "FailureDestination",
+    "StreamPoller",
+    "StreamTail",
+    "failure_message",
+    "lambda_record",
+    "matches",
+]
 
 log = logging.getLogger("devstack.streams")
 
 POLL_INTERVAL = 0.1
 RETRY_DELAY = 0.05  # grows with each attempt, up to a second
 DESTINATION_RETRY_DELAY = 0.2  # between sends the destination refused, growing up to 5 s
-
-
-def matches(pattern: Any, value: Any) -> bool:
-    """EventBridge-style pattern matching, the subset Lambda filter criteria use here:
-    nested objects, lists of allowed literals, ``{"prefix": ...}`` and ``{"exists": ...}``."""
-    if isinstance(pattern, dict):
-        if not isinstance(value, dict):
-            return False
-        for key, sub in pattern.items():
-            if isinstance(sub, list) and any(isinstance(o, dict) and "exists" in o for o in sub):
-                wanted = next(o["exists"] for o in sub if isinstance(o, dict) and "exists" in o)
-                if (key in value) != wanted:
-                    return False
-                continue
-            if key not in value or not matches(sub, value[key]):
-                return False
-        return True
-    if isinstance(pattern, list):
-        for option in pattern:
-            if isinstance(option, dict) and "prefix" in option:
-                if isinstance(value, str) and value.startswith(option["prefix"]):
-                    return True
-            elif option == value:
-                return True
-        return False
-    return bool(pattern == value)
-
-
-def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
-    """A DynamoDB Streams record, as the Lambda event source mapping delivers it."""
-    dynamodb = dict(record["dynamodb"])
-    created = dynamodb.get("ApproximateCreationDateTime")
-    if isinstance(created, datetime):
-        dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
-    return {
-        "eventID": record["eventID"],
-        "eventName": record["eventName"],
-        "eventVersion": record.get("eventVersion", "1.1"),
-        "eventSource": "aws:dynamodb",
-        "awsRegion": record.get("awsRegion", "us-east-1"),
-        "dynamodb": dynamodb,
-        "eventSourceARN": stream_arn,
-    }
+DATABASE_WAIT = 0.5  # between checks whether an unreachable database answers again
+# After the database was unreachable, every shard goes back to where it was this long
+# before: DynamoDB Local acknowledges a transaction a moment before it is on disk, so a
+# kill can take back the last effects a consumer wrote (docs/operations.md, "After a crash").
+REWIND_SECONDS = 5.0
+CHECKPOINT_HISTORY = 60.0
 
 
 class StreamTail:
@@ -118,6 +99,32 @@ class ShardState:
     pending: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
     last_sequence: str | None = None  # of the last record read: where a renewed iterator starts
+    # (when, last_sequence) after each batch handed over, the last minute of them: where to
+    # go back to after the database was unreachable (StreamPoller._recover)
+    checkpoints: deque[tuple[float, str | None]] = field(default_factory=deque)
+
+    def checkpoint(self, now: float) -> None:
+        self.checkpoints.append((now, self.last_sequence))
+        while len(self.checkpoints) > 1 and self.checkpoints[1][0] < now - CHECKPOINT_HISTORY:
+            self.checkpoints.popleft()
+
+    def before(self, moment: float) -> str | None:
+        """The last sequence number handed over by ``moment`` (None: the start)."""
+        found = None
+        for when, sequence in self.checkpoints:
+            if when > moment:
+                break
+            found = sequence
+        return found
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the endpoint did not answer (refused, reset, timed out),
+    rather than answering with an error."""
+    from botocore.exceptions import ConnectionError as EndpointDown
+    from botocore.exceptions import HTTPClientError
+
+    return isinstance(error, EndpointDown | HTTPClientError)
 
 
 def _arrival(record: dict[str, Any]) -> str | None:
@@ -130,8 +137,9 @@ def _arrival(record: dict[str, Any]) -> str | None:
 def failure_message(
     consumer: str, stream_arn: str, shard_id: str, records: list[dict[str, Any]], attempts: int = 1
 ) -> dict[str, Any]:
-    """What Lambda sends to a stream consumer's on-failure destination: the batch's
-    details (``DDBStreamBatchInfo``), not the records; read them from the stream."""
+    """What Lambda sends to a stream consumer's on-failure destination (its "invocation
+    record", in the shape of the Lambda developer guide's example): the batch's details
+    (``DDBStreamBatchInfo``), not the records; read them from the stream (the redrive)."""
     batch: dict[str, Any] = {
         "shardId": shard_id,
         "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
@@ -148,6 +156,7 @@ def failure_message(
             "condition": "RetryAttemptsExhausted",
             "approximateInvokeCount": attempts,
         },
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
         "version": "1.0",
         "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "DDBStreamBatchInfo": {k: v for k, v in batch.items() if v is not None},
@@ -221,17 +230,51 @@ class StreamPoller:
         self._stop = threading.Event()
         self._paused = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"stream-{consumer.function}", daemon=True)
+        self._watcher = threading.Thread(
+            target=self._watch, name=f"stream-{consumer.function}-watch", daemon=True
+        )
         self.delivered = 0
         self.retry_delay = RETRY_DELAY
         self.destination_retry_delay = DESTINATION_RETRY_DELAY
+        self._outage_began: float | None = None  # when the database was first found unreachable
 
     def start(self) -> None:
         self._discover()  # position the iterators now, so LATEST means "from start-up"
         self._thread.start()
+        self._watcher.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+        if self._watcher.is_alive():
+            self._watcher.join(timeout=10)
+
+    def _watch(self) -> None:
+        """Notice the database going away even while a delivery is in hand: a consumer's own
+        DynamoDB client can ride out a short restart on its retries, and the effects it
+        wrote just before the kill would then never be written again (``_recover``)."""
+        while not self._stop.wait(DATABASE_WAIT):
+            try:
+                self._probe.describe_stream(StreamArn=self.stream_arn, Limit=1)
+            except Exception as error:
+                if unreachable(error) and self._outage_began is None:
+                    self._outage_began = time.monotonic()
+                    log.warning("%s: the database is unreachable (%s)", self.consumer.function, error)
+
+    @cached_property
+    def _probe(self) -> Any:
+        """The streams client, without retries and with short timeouts: whether the
+        database answers, at once (the poller's own client retries for seconds)."""
+        meta = getattr(self.client, "meta", None)
+        if meta is None:
+            return self.client  # a stand-in's (tests)
+        import boto3
+        from botocore.config import Config
+
+        config = Config(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=5)
+        return boto3.client(
+            "dynamodbstreams", endpoint_url=meta.endpoint_url, region_name=meta.region_name, config=config
+        )
 
     def pause(self, paused: bool) -> None:
         """Stop reading the stream (after the batch in hand), or go on where it stopped."""
@@ -255,6 +298,7 @@ class StreamPoller:
                 ShardIteratorType=self.consumer.starting_position,
             )["ShardIterator"]
             self.shards[shard_id] = ShardState(shard_id, iterator)
+            self.shards[shard_id].checkpoint(time.monotonic())
 
     def _run(self) -> None:
         last_discovery = 0.0
@@ -263,6 +307,8 @@ class StreamPoller:
                 self._stop.wait(POLL_INTERVAL)
                 continue
             try:
+                if self._outage_began is not None:
+                    self._recover()
                 if time.monotonic() - last_discovery > 1.0:
                     self._discover()
                     last_discovery = time.monotonic()
@@ -271,9 +317,34 @@ class StreamPoller:
                     busy = self._poll_shard(state) or busy
                 if not busy:
                     self._stop.wait(POLL_INTERVAL)
-            except Exception:  # keep polling, as the managed poller does
-                log.exception("%s: stream polling failed; retrying", self.consumer.function)
+            except Exception as error:  # keep polling, as the managed poller does
+                if unreachable(error):  # DynamoDB Local restarting: its iterators stay valid
+                    if self._outage_began is None:
+                        self._outage_began = time.monotonic()
+                        log.warning("%s: the stream is unreachable (%s)", self.consumer.function, error)
+                else:
+                    log.exception("%s: stream polling failed; retrying", self.consumer.function)
                 self._stop.wait(1.0)
+
+    def _recover(self) -> None:
+        """Once the database answers again after it was unreachable, go back on every shard
+        to where it was ``REWIND_SECONDS`` before, and read on from there: the consumers
+        apply a record once however often they get it, so what was applied is skipped and
+        what a crash took back is applied again."""
+        self._probe.describe_stream(StreamArn=self.stream_arn, Limit=1)  # raises while it is down
+        assert self._outage_began is not None
+        moment = self._outage_began - REWIND_SECONDS
+        for state in self.shards.values():
+            state.last_sequence = state.before(moment)
+            state.pending = []
+            state.iterator = self._renew_iterator(state)
+            log.warning(
+                "%s: the database answers again; shard %s reads on after sequence number %s",
+                self.consumer.function,
+                state.shard_id,
+                state.last_sequence or f"nothing ({self.consumer.starting_position})",
+            )
+        self._outage_began = None
 
     def _renew_iterator(self, state: ShardState) -> str:
         """A new iterator where reading stopped: after the last record read, or at the
@@ -322,13 +393,12 @@ class StreamPoller:
         if not state.pending:
             return False
         batch, state.pending = state.pending, []
-        wanted = [
-            r for r in batch if not self.consumer.filters or any(matches(p, r) for p in self.consumer.filters)
-        ]
-        if wanted:
-            self._deliver(state.shard_id, wanted)
+        handed = [r for r in batch if wanted(self.consumer.filters, r)]
+        if handed:
+            self._deliver(state.shard_id, handed)
             if self.deliver_twice:
-                self._deliver(state.shard_id, wanted)
+                self._deliver(state.shard_id, handed)
+        state.checkpoint(time.monotonic())
         return True
 
     def _deliver(self, shard_id: str, records: list[dict[str, Any]]) -> None:
@@ -358,6 +428,9 @@ class StreamPoller:
                 )
                 self.delivered += failed_from
             rest = batch[failed_from:]
+            if self._waited_for_database():
+                queue.insert(0, rest)  # the attempt does not count: see _waited_for_database
+                continue
             key = rest[0]["eventID"] if rest else first
             attempts[key] = attempts.get(key, 0) + 1
             limit = self.consumer.max_retries
@@ -369,6 +442,32 @@ class StreamPoller:
                 continue
             time.sleep(min(1.0, self.retry_delay * attempts[key]))
             queue.insert(0, rest)
+
+    def _waited_for_database(self) -> bool:
+        """Whether the database was unreachable after an attempt failed; if so, wait until
+        it answers again. Such an attempt does not count against the retry limit: in AWS a
+        consumer's retries are for its own errors and the table never goes away, while
+        DynamoDB Local can be killed and restarted (its -dbPath keeps the stream), and the
+        records it failed meanwhile would go to the failure queue for nothing."""
+        waited = False
+        while not self._stop.is_set():
+            try:
+                self._probe.describe_stream(StreamArn=self.stream_arn, Limit=1)
+                return waited
+            except Exception as error:
+                if not unreachable(error):
+                    return waited
+                if not waited:
+                    log.warning(
+                        "%s: the database is unreachable (%s); the shard waits for it",
+                        self.consumer.function,
+                        error,
+                    )
+                if self._outage_began is None:
+                    self._outage_began = time.monotonic()
+                waited = True
+            self._stop.wait(DATABASE_WAIT)
+        return waited
 
     def _give_up(self, shard_id: str, records: list[dict[str, Any]], attempts: int) -> None:
         """Hand records to the on-failure destination, retrying until it takes them: the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from devstack.streams import FailureDestination, ShardState, StreamPoller, matches
 from devstack.template import read
@@ -191,3 +192,99 @@ def test_a_refused_iterator_is_renewed_where_reading_stopped(tmp_path: Path) -> 
     poller._poll_shard(state)
     assert streams.iterator_requests[-1]["ShardIteratorType"] == "AFTER_SEQUENCE_NUMBER"
     assert streams.iterator_requests[-1]["SequenceNumber"] == "00002"
+
+
+class RestartingDatabase:
+    """A streams client whose endpoint refuses connections for the first ``down_checks``
+    calls, as DynamoDB Local does while it is killed and restarted."""
+
+    def __init__(self, down_checks: int) -> None:
+        self.down_checks = down_checks
+        self.checks = 0
+
+    @property
+    def down(self) -> bool:
+        return self.checks < self.down_checks
+
+    def describe_stream(self, **request: Any) -> dict[str, Any]:
+        from botocore.exceptions import EndpointConnectionError
+
+        self.checks += 1
+        if self.checks <= self.down_checks:
+            raise EndpointConnectionError(endpoint_url="http://127.0.0.1:8000")
+        return {"StreamDescription": {"Shards": []}}
+
+
+def test_attempts_made_while_the_database_is_down_do_not_count(tmp_path: Path) -> None:
+    # Given a consumer that fails every record while the database is down, for longer
+    # than the template's retry limit
+    pool = FakePool(poison={1, 2})
+    poller, failures = _poller(tmp_path, pool)
+    database = RestartingDatabase(down_checks=poller.consumer.max_retries + 5)
+    poller.client = database
+    poller.destination_retry_delay = 0
+    original = pool.invoke
+
+    def fails_while_down(event: dict[str, Any]) -> dict[str, Any]:
+        if not database.down:
+            pool.poison.clear()
+        return original(event)
+
+    pool.invoke = fails_while_down  # type: ignore[method-assign]
+
+    # When the batch is delivered (the poller waits for the database between attempts)
+    with patch("devstack.streams.DATABASE_WAIT", 0):
+        poller._deliver("shard-1", [_record(1), _record(2)])
+
+    # Then nothing went to the on-failure destination, and every record was done once
+    # the database was back
+    assert not failures.exists()
+    assert pool.done == ["e1", "e2"]
+
+
+def test_a_poison_record_still_fails_while_the_database_answers(tmp_path: Path) -> None:
+    pool = FakePool(poison={1})
+    poller, failures = _poller(tmp_path, pool)
+    poller.client = RestartingDatabase(down_checks=0)
+    poller._deliver("shard-1", [_record(1)])
+    assert failures.read_text().count('"startSequenceNumber": "00001"') == 1
+
+
+class IteratorRecorder:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def describe_stream(self, **request: Any) -> dict[str, Any]:
+        return {"StreamDescription": {"Shards": []}}
+
+    def get_shard_iterator(self, **request: Any) -> dict[str, str]:
+        self.requests.append(request)
+        return {"ShardIterator": f"after-{request.get('SequenceNumber')}"}
+
+
+def test_after_the_database_was_unreachable_each_shard_goes_back_a_few_seconds(tmp_path: Path) -> None:
+    # Given two shards that handed over batches before and after a moment 5 s before an
+    # outage, one of them with a batch read but not handed over yet
+    poller, _ = _poller(tmp_path, FakePool(poison=set()))
+    recorder = IteratorRecorder()
+    poller.client = recorder
+    outage = 1000.0
+    busy = ShardState("shard-1", iterator="current", pending=[_record(9)], last_sequence="00009")
+    for when, sequence in ((990.0, "00002"), (994.0, "00005"), (998.0, "00008")):
+        busy.last_sequence = sequence
+        busy.checkpoint(when)
+    young = ShardState("shard-2", iterator="current", last_sequence="00004")
+    young.checkpoint(997.0)
+    poller.shards = {"shard-1": busy, "shard-2": young}
+    poller._outage_began = outage
+
+    # When the database answers again
+    poller._recover()
+
+    # Then each shard reads on after what it had handed over by 995 s (from its start when
+    # it had handed over nothing by then), and the batch in hand is read again
+    assert [r.get("SequenceNumber") for r in recorder.requests] == ["00005", None]
+    assert recorder.requests[1]["ShardIteratorType"] == "TRIM_HORIZON"
+    assert busy.iterator == "after-00005"
+    assert busy.pending == []
+    assert poller._outage_began is None

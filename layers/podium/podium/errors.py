@@ -86,3 +86,8 @@ class HiddenChanged(Exception):
     def __init__(self, member_id: str, hidden: bool) -> None:
         super().__init__(member_id)
         self.hidden = hidden
+
+
+class RecordsGone(Exception):
+    """Stream records asked for by sequence number are no longer on the stream: past its
+    24-hour retention, or their shard or the stream itself is gone."""

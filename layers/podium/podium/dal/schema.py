@@ -196,6 +196,20 @@ def parse_event_pk(pk: str) -> tuple[str, str]:
     return board_id, rest.rsplit(SEPARATOR, 1)[0]
 
 
+def board_of_pk(pk: str) -> str | None:
+    """The board a board's, a member's, a logged event's or a fan-out's item belongs to
+    (None for the other items: follower edges, inboxes, marks, the catalog)."""
+    if pk.startswith(BOARD):
+        return pk[len(BOARD) :]
+    if pk.startswith(MEMBER):
+        return parse_member_pk(pk)[0]
+    if pk.startswith(EVENTS):
+        return parse_event_pk(pk)[0]
+    if pk.startswith(FANOUT):
+        return parse_fanout_pk(pk)[0]
+    return None
+
+
 def claim_key(board_id: str, event_id: str) -> Key:
     return key(f"{EVENT_ID_CLAIM}{board_id}{SEPARATOR}{event_id}", EVENT_ID_ITEM)
 
