@@ -146,16 +146,19 @@ StackLauncher = Callable[..., AbstractContextManager[LocalStack]]
 def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLauncher:
     """Start a local stack, as ``python -m devstack`` on a free port, with its tables,
     topics and queues under a table prefix of its own, and ``extra_args`` on its command
-    line: ``with launch_stack("--schedule-seconds", "2", name="snapshots") as other:``."""
+    line: ``with launch_stack("--schedule-seconds", "2", name="snapshots") as other:``.
+    ``dynamodb`` sends the stack's DynamoDB calls to another endpoint (the fault proxy's)."""
 
     @contextmanager
-    def launch(*extra_args: str, name: str = "stack", auth: bool = False) -> Iterator[LocalStack]:
+    def launch(
+        *extra_args: str, name: str = "stack", auth: bool = False, dynamodb: str | None = None
+    ) -> Iterator[LocalStack]:
         log_path = ROOT / ".devstack" / f"test-{name}-{WORKER}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         sqs_endpoint = EXTERNAL_SQS or aws_messaging_endpoint
         env = {
             **os.environ,
-            "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint,
+            "AWS_ENDPOINT_URL_DYNAMODB": dynamodb or dynamodb_endpoint,
             SNS_ENDPOINT: aws_messaging_endpoint,
             SQS_ENDPOINT: sqs_endpoint,
             "PYTHONPATH": f"{ROOT / 'layers' / 'podium'}{os.pathsep}{ROOT}",
