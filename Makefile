@@ -14,12 +14,12 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench token
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout token
 
 help: ## Show the targets
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements-dev.txt requirements-bench.txt layers/podium/requirements.txt
+$(VENV)/.installed: requirements-dev.txt requirements-bench.txt requirements-load.txt layers/podium/requirements.txt
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3; \
 	  test -x $(PY) || $${PYTHON:-python3} -m venv $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -65,6 +65,13 @@ integration: setup ## Integration tests against DynamoDB Local
 e2e: setup ## End-to-end tests over HTTP against the local stack
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
 
+FUZZ_EXAMPLES ?= 120
+
+.PHONY: fuzz
+fuzz: setup ## Fuzz the API from docs/openapi.yaml on a local stack, as an admin: at least 2,000 generated requests, no 5xx, every answer as documented (FUZZ_EXAMPLES per operation, FUZZ_SEED)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_COVERAGE=1 FUZZ_MIN_REQUESTS=2000 \
+	  $(BIN)/pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
+
 clean: ## Remove build output and caches
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis .devstack
 
@@ -75,6 +82,11 @@ plan: setup ## Capacity plan for one board in AWS (shards, RCU/WCU, monthly cost
 
 invoke: setup ## Invoke one function with an event against the running `make run`: make invoke FUNCTION=TopFunction EVENT=events/top.json
 	$(PY) -m devstack invoke $(FUNCTION) -e $(EVENT)
+
+.PHONY: verify
+verify: setup ## Check a board's ranking index, head, buckets and counts against its items (the running `make run`): make verify BOARD=images [PERIOD=2026-W47] [REPAIR=1]; docs/operations.md
+	@test -n "$(BOARD)" || { echo "make verify needs BOARD=<boardId>" >&2; exit 2; }
+	$(PY) -m devstack verify $(BOARD) $(if $(PERIOD),--period $(PERIOD),) $(if $(REPAIR),--repair,) $(ARGS)
 
 ROLE ?= admin
 
@@ -88,3 +100,17 @@ $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 bench: setup build $(VENV)/.bench-installed ## Measure items, RCU/WCU, rounds and latency of each access pattern on DynamoDB Local, next to Redis; writes docs/benchmarks.md (QUICK=1: a 2-minute smoke run into bench-data/quick/)
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	$(PY) -m bench $(if $(QUICK),--quick,)
+
+.PHONY: load
+DURATION ?= 60s
+USERS    ?= 64
+
+$(VENV)/.load-installed: requirements-load.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-load.txt
+	touch $@
+
+load: setup $(VENV)/.load-installed ## A bounded load on a local stack of its own: 64 locust clients (USERS) for 60 s (DURATION=300s), then every score against a model of the acknowledged writes, and the consistency checker; report in bench-data/load/report.md
+	$(PY) -m bench.loadrun --duration $(DURATION) --users $(USERS)
+
+bench-fanout: setup ## What one notifier invocation costs when a popular member's change is told in chunks (docs/streams.md): make bench-fanout ARGS="--followers 2000 --chunks 100,500,1000"
+	$(PY) -m bench.fanout $(ARGS)

@@ -154,7 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     token_parser.add_argument("--role", choices=("admin", "player"), default="admin")
     token_parser.add_argument("--member", help="the player's memberId (role player)")
     token_parser.add_argument("--expires-in", type=int, default=3600, help="seconds (default 3600)")
+    from devstack import verify  # the consistency checker of a board (``make verify``)
+
+    verify.add_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "verify":
+        return verify.verify(args)
     if args.command == "token":
         return token(args)
     return invoke(args) if args.command == "invoke" else run(args)

@@ -27,6 +27,9 @@ STAGE = "local"
 Answer = tuple[int, dict[str, str], bytes]
 
 
+GATEWAY_BODY_LIMIT = 10 * 1024 * 1024  # API Gateway's payload quota
+
+
 def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
     body = json.dumps({"code": code, "message": message}).encode()
     return status, {"Content-Type": "application/json"}, body
@@ -288,13 +291,25 @@ class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        headers = dict(self.headers.items())
-        status, response_headers, data = self.gateway.handle(
-            self.command, self.path, headers, body, self.client_address[0]
-        )
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > GATEWAY_BODY_LIMIT:
+            # API Gateway refuses such a body itself (its REQUEST_TOO_LARGE response, which the
+            # template gives the API's error shape) without reading it, and so does this.
+            self.close_connection = True
+            limit = f"the body is over the API limit of {GATEWAY_BODY_LIMIT} bytes (10 MiB)"
+            status, response_headers, data = _error(413, "PayloadTooLarge", limit)
+        else:
+            body = self.rfile.read(length) if length else b""
+            headers = dict(self.headers.items())
+            status, response_headers, data = self.gateway.handle(
+                self.command, self.path, headers, body, self.client_address[0]
+            )
         self.send_response(status)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         for name, value in response_headers.items():
             if name.lower() not in ("content-length", "connection"):
                 self.send_header(name, value)

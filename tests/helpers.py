@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import requests
 
 if TYPE_CHECKING:
+    from podium.config import Settings
+    from podium.consistency import ConsistencyReport
     from podium.models import Page
     from podium.ranking import TopStats
     from podium.wiring import Services
@@ -151,3 +153,34 @@ def walk(service: Services, board: str, limit: int) -> tuple[list[tuple[int, str
         most_rounds = max(most_rounds, stats.rounds)
         entries.extend((e.rank, e.member_id, e.score) for e in page.entries)
     return entries, most_rounds
+
+
+def verify_board(
+    settings: Settings,
+    board_id: str,
+    *,
+    repair: bool = False,
+    period: str | None = None,
+    settle: Callable[[], None] | None = None,
+    endpoint: str | None = None,
+) -> ConsistencyReport:
+    """The consistency checker's report on a board of the tables ``settings`` names
+    (``podium.consistency``), on the DynamoDB at ``endpoint``, or else at
+    ``AWS_ENDPOINT_URL_DYNAMODB`` (never AWS itself). With ``repair``, what differs is put
+    right and the board checked again: after ``settle`` when a repair goes through the
+    stream (a test that delivers the stream itself passes it), or else as soon as the
+    running stream consumers have carried it (up to 30 s)."""
+    import os
+
+    import boto3
+
+    from podium.dal import Database
+    from podium.wiring import Services
+
+    endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+    if not endpoint:
+        raise RuntimeError("verify_board needs a local DynamoDB: AWS_ENDPOINT_URL_DYNAMODB, or endpoint")
+    client = boto3.client("dynamodb", endpoint_url=endpoint)
+    checker = Services(Database.connect(settings, client=client)).checker
+    checker.settle = settle
+    return checker.check(board_id, period=period, repair=repair)

@@ -6,8 +6,14 @@ from podium.stream.entrypoint import stream_entrypoint
 from podium.wiring import notifier
 
 
+def begin(records: list[dict[str, Any]]) -> set[str]:
+    """Each invocation tells at most one chunk of followers, over all its records."""
+    notifier().begin()
+    return set()
+
+
 def apply(record: dict[str, Any]) -> None:
     notifier().apply(record)
 
 
-lambda_handler = stream_entrypoint(apply, metric="StreamRecordsNotified")
+lambda_handler = stream_entrypoint(apply, metric="StreamRecordsNotified", prepare=begin)

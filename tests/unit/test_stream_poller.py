@@ -67,6 +67,18 @@ def test_the_template_filters_pass_what_each_consumer_needs() -> None:
     # The notifier: every score change, removals included (a deleted leader)
     assert passes("NotifierFunction", _record(1, sk="SCORE#all", event="REMOVE"))
     assert not passes("NotifierFunction", _record(1))
+    # and its own fan-outs (a popular member's followers told in chunks) while they are
+    # pending; the aggregator none of them
+    for event, pending in (("INSERT", True), ("MODIFY", True), ("MODIFY", False), ("REMOVE", None)):
+        job: dict[str, Any] = {
+            "eventID": "e2",
+            "eventName": event,
+            "dynamodb": {"Keys": {"pk": {"S": "J#b#star"}, "sk": {"S": "e1"}}, "SequenceNumber": "00002"},
+        }
+        if pending is not None:
+            job["dynamodb"]["NewImage"] = {"pending": {"BOOL": pending}, "n": {"N": "1"}}
+        assert passes("NotifierFunction", job) == bool(pending), (event, pending)
+        assert not passes("AggregatorFunction", job)
 
 
 def test_a_reported_failure_resumes_from_that_record(tmp_path: Path) -> None:

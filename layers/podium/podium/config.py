@@ -11,6 +11,10 @@ from functools import cache
 
 DEFAULT_SHARD_QUERY_CONCURRENCY = 100  # every shard of a board (at most 100) at once
 DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
+# The followers one notifier invocation tells of score changes, at most (docs/streams.md,
+# "Popular members: the fan-out in chunks", for why 500).
+DEFAULT_FANOUT_CHUNK_SIZE = 500
+MAX_FANOUT_CHUNK_SIZE = 5000
 _PROCESS_CURSOR_KEY = secrets.token_urlsafe(32)
 
 
@@ -28,6 +32,7 @@ class Settings:
     # takes one round trip, not one per wave of threads.
     shard_query_concurrency: int = DEFAULT_SHARD_QUERY_CONCURRENCY
     snapshot_retention_days: int = DEFAULT_SNAPSHOT_RETENTION_DAYS
+    fanout_chunk_size: int = DEFAULT_FANOUT_CHUNK_SIZE
     # Who may call: PODIUM_AUTH=off (the local stack only) makes every caller an admin.
     auth_enabled: bool = True
     auth_issuer_url: str = ""
@@ -46,6 +51,9 @@ class Settings:
         if self.snapshot_retention_days < 1:
             days = self.snapshot_retention_days
             raise ValueError(f"SNAPSHOT_RETENTION_DAYS must be at least 1, not {days}")
+        if not 1 <= self.fanout_chunk_size <= MAX_FANOUT_CHUNK_SIZE:
+            chunk = self.fanout_chunk_size
+            raise ValueError(f"FANOUT_CHUNK_SIZE must be from 1 to {MAX_FANOUT_CHUNK_SIZE}, not {chunk}")
 
     @property
     def table(self) -> str:
@@ -78,6 +86,7 @@ class Settings:
             notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN", ""),
             shard_query_concurrency=_integer("SHARD_QUERY_CONCURRENCY", DEFAULT_SHARD_QUERY_CONCURRENCY),
             snapshot_retention_days=_integer("SNAPSHOT_RETENTION_DAYS", DEFAULT_SNAPSHOT_RETENTION_DAYS),
+            fanout_chunk_size=_integer("FANOUT_CHUNK_SIZE", DEFAULT_FANOUT_CHUNK_SIZE),
             auth_enabled=_switch("PODIUM_AUTH"),
             auth_issuer_url=os.environ.get("AUTH_ISSUER", "").rstrip("/"),
             auth_audiences=tuple(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from podium import numbers, validation
-from podium.errors import PodiumError, RateLimited, Throttled
+from podium.errors import PodiumError, RateLimited, Throttled, ValidationError
 from podium.log import logger, metrics
 
 if TYPE_CHECKING:
@@ -282,7 +282,12 @@ def path_board_and_member(app: Resolver, raw_board: str, raw_member: str) -> tup
 
 def body(app: Resolver, *, required: bool = False) -> dict[str, Any]:
     event = app.current_event
-    text = event.decoded_body if event.is_base64_encoded else event.body
+    try:
+        text = event.decoded_body if event.is_base64_encoded else event.body
+    except ValueError:  # UnicodeDecodeError (and binascii.Error) are ValueErrors
+        # A body that is not UTF-8 text comes base64-encoded (the local gateway sends it so,
+        # as API Gateway does for binary media types), and JSON is UTF-8 text.
+        raise ValidationError("the body is not valid JSON: it is not UTF-8 text") from None
     return validation.json_object(text, required=required)
 
 

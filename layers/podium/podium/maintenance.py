@@ -4,6 +4,8 @@ buckets from its index (a board whose scores were loaded in bulk)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from podium.boards import BoardService
 from podium.ports import IndexReader, StructureStore
 from podium.stream.upkeep import RankUpkeep
@@ -20,7 +22,10 @@ class Maintenance:
         period = self.boards.period(self.boards.settings(board_id))
         return self.upkeep.finish_splits(board_id, period)
 
-    def rebuild_rank_structures(self, board_id: str, requested_period: str | None = None) -> int:
-        """Rebuild the board's head and score buckets from the index; the number of buckets."""
+    def rebuild_rank_structures(
+        self, board_id: str, requested_period: str | None = None, ranked: Sequence[str] | None = None
+    ) -> int:
+        """Rebuild the board's head and score buckets from the index (or from the sort keys
+        ``ranked``); the number of buckets."""
         period = self.boards.period(self.boards.settings(board_id), requested_period)
-        return self.upkeep.rebuild(board_id, period)
+        return self.upkeep.rebuild(board_id, period, ranked)

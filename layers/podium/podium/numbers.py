@@ -15,8 +15,9 @@ from podium.errors import ValidationError
 
 MAX_SIGNIFICANT_DIGITS = 38
 MAX_MAGNITUDE = Decimal("1e30")
-# DynamoDB's Number type goes no smaller than 1e-130.
+# DynamoDB's Number type goes no smaller than 1e-130, and no larger than 9.99...e125.
 MIN_EXPONENT = -130
+MAX_EXPONENT = 125
 
 # Wide enough that no sum or comparison of two valid scores is ever rounded; the
 # result is then checked against the 38-digit limit instead of silently losing digits.
@@ -42,6 +43,17 @@ def check_score(value: Any, field: str) -> Decimal:
     if not value.is_zero() and value.adjusted() < MIN_EXPONENT:
         raise ValidationError(f"{field} is too small: the smallest non-zero magnitude is 1e-130")
     return value.normalize(EXACT) if not value.is_zero() else Decimal(0)
+
+
+def storable(value: Decimal) -> bool:
+    """Whether DynamoDB's Number type holds ``value`` exactly: at most 38 significant digits,
+    a magnitude from 1e-130 to below 1e126 (or zero). The exponent is checked first, so that
+    a value like ``1E999999999`` is refused without being normalised."""
+    if value.is_zero():
+        return True
+    if not value.is_finite() or not MIN_EXPONENT <= value.adjusted() <= MAX_EXPONENT:
+        return False
+    return significant_digits(value) <= MAX_SIGNIFICANT_DIGITS
 
 
 def add(a: Decimal, b: Decimal) -> Decimal:

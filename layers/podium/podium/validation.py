@@ -268,6 +268,7 @@ def member_request(body: dict[str, Any]) -> MemberRequest:
     if "data" in body:
         if not isinstance(data, dict):
             raise ValidationError("data must be a JSON object")
+        _storable_numbers(data, "data")
         size = len(numbers.dumps(data).encode("utf-8"))
         if size > MAX_DATA_BYTES:
             raise PayloadTooLarge(
@@ -278,6 +279,23 @@ def member_request(body: dict[str, Any]) -> MemberRequest:
     if "hidden" in body and not isinstance(hidden, bool):
         raise ValidationError("hidden must be true or false")
     return MemberRequest(data=data, score=score, hidden=hidden)
+
+
+def _storable_numbers(tree: dict[str, Any], path: str) -> None:
+    """Refuse, naming where, a number in ``tree`` (member data: any JSON) that DynamoDB's
+    Number type cannot hold exactly (it would fail at the write, or be rounded)."""
+    stack: list[tuple[dict[str, Any] | list[Any], str]] = [(tree, path)]
+    while stack:
+        node, where = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(value, Decimal) and not numbers.storable(value):
+                raise ValidationError(
+                    f"{_child(where, key)} must have at most {numbers.MAX_SIGNIFICANT_DIGITS} significant "
+                    "digits and a magnitude from 1e-130 to below 1e126 (a number in data is kept exactly)"
+                )
+            if isinstance(value, dict | list):
+                stack.append((value, _child(where, key)))
 
 
 def score_value(body: dict[str, Any]) -> Decimal:

@@ -16,6 +16,7 @@ from podium.config import settings
 from podium.dal import Database  # boto3 with it: in Lambda's init phase, not the first request
 
 if TYPE_CHECKING:
+    from podium.consistency import Checker
     from podium.maintenance import Maintenance
     from podium.members import MemberService
     from podium.ports import Publisher, Repositories
@@ -62,6 +63,13 @@ class Services:
         return Maintenance(self.boards, self.db.structures, self.db.index)
 
     @cached_property
+    def checker(self) -> Checker:
+        from podium.consistency import Checker
+
+        db = self.db
+        return Checker(self.boards, self.members, self.maintenance, db.members, db.structures, db.audit)
+
+    @cached_property
     def aggregator(self) -> Aggregator:
         from podium.stream.aggregate import Aggregator
 
@@ -76,7 +84,10 @@ class Services:
     def notifier(self, publisher: Publisher) -> Notifier:
         from podium.stream.notify import Notifier
 
-        return Notifier(self.db.social, self.db.members, self.db.index, publisher, self.boards.settings)
+        chunk = settings().fanout_chunk_size
+        return Notifier(
+            self.db.social, self.db.members, self.db.index, publisher, self.boards.settings, chunk
+        )
 
 
 @cache

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from podium.config import Settings
+from podium.dal.audit import Audit
 from podium.dal.boards import Boards
 from podium.dal.client import Tables
 from podium.dal.eventlog import EventLog
@@ -34,6 +35,7 @@ class Database:
     social: Social
     eventlog: EventLog
     snapshots: Snapshots
+    audit: Audit
 
     @classmethod
     def connect(cls, settings: Settings, client: DynamoDBClient | None = None) -> Database:
@@ -47,4 +49,5 @@ class Database:
             social=Social(tables),
             eventlog=EventLog(tables),
             snapshots=Snapshots(tables),
+            audit=Audit(tables),
         )

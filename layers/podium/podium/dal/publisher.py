@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from podium import numbers
@@ -13,12 +14,14 @@ class SnsPublisher:
     def __init__(self, topic_arn: str, client: Any = None) -> None:
         self.topic_arn = topic_arn
         self._client = client
+        self._lock = threading.Lock()  # the notifier publishes from several threads at once
 
     def publish(self, notification: Notification) -> None:
-        if self._client is None:
-            import boto3
+        with self._lock:
+            if self._client is None:
+                import boto3
 
-            self._client = boto3.client("sns")
+                self._client = boto3.client("sns")
         self._client.publish(
             TopicArn=self.topic_arn,
             Message=numbers.dumps(notification.to_json()),

@@ -21,6 +21,7 @@ FOLLOWERS = "F#"  # follower edges of a rival
 INBOX = "N#"  # a member's notifications
 EVENTS = "P#"  # a member's logged events, over EVENT_BUCKETS partitions
 EVENT_ID_CLAIM = "EID#"
+FANOUT = "J#"  # an overtaken fan-out told a chunk at a time: J#{boardId}#{memberId} / eventId
 SNAPSHOTS = "S#"
 CATALOG = "CATALOG"
 
@@ -122,6 +123,21 @@ def followers_pk(board_id: str, rival: str) -> str:
 
 def edge_key(board_id: str, rival: str, follower: str) -> Key:
     return key(followers_pk(board_id, rival), follower)
+
+
+def fanout_pk(board_id: str, member_id: str) -> str:
+    return f"{FANOUT}{board_id}{SEPARATOR}{member_id}"
+
+
+def parse_fanout_pk(pk: str) -> tuple[str, str]:
+    """``J#{boardId}#{memberId}`` -> (boardId, memberId)."""
+    board_id, member_id = pk[len(FANOUT) :].split(SEPARATOR, 1)
+    return board_id, member_id
+
+
+def fanout_key(board_id: str, member_id: str, event_id: str) -> Key:
+    """The fan-out of the change that stream record ``event_id`` carried."""
+    return key(fanout_pk(board_id, member_id), event_id)
 
 
 def leader_key(board_id: str, period: str) -> Key:
@@ -227,8 +243,9 @@ def mark_item(mark: str) -> dict[str, Any]:
 # FilterCriteria are these; a test checks): the aggregator takes member profiles coming and
 # going, or being hidden or shown (a change of a profile that is or was hidden: not every
 # change of a member's data), logged events, and every change of a score; the notifier every
-# change of a score and member profiles going (it forgets a deleted member's social data, in
-# stream order before any later change of a member added again under the same id).
+# change of a score, member profiles going (it forgets a deleted member's social data, in
+# stream order before any later change of a member added again under the same id), and its
+# own fan-outs while they are pending (each write of one is the next chunk's record).
 _SCORES = {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": SCORE}]}}}}
 _HIDDEN = {"hidden": {"BOOL": [True]}}
 AGGREGATOR_FILTERS = [
@@ -238,7 +255,18 @@ AGGREGATOR_FILTERS = [
     {"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": EVENTS}]}}}},
     _SCORES,
 ]
+# A fan-out item's attributes (read by the dal, and by stream.records from its stream image).
+FANOUT_PENDING = "pending"  # true until its last chunk
+FANOUT_CHANGE = "job"  # the change, as the notifier wrote it (JSON)
+FANOUT_CURSOR = "c"  # the last follower told; absent: none yet
+FANOUT_STEP = "n"  # one more at every write of the item
 NOTIFIER_FILTERS = [
     {"eventName": ["REMOVE"], "dynamodb": {"Keys": {"sk": {"S": [PROFILE]}}}},
     _SCORES,
+    {
+        "dynamodb": {
+            "Keys": {"pk": {"S": [{"prefix": FANOUT}]}},
+            "NewImage": {FANOUT_PENDING: {"BOOL": [True]}},
+        }
+    },
 ]

@@ -124,6 +124,23 @@ class Social:
         }
         return [item["sk"]["S"] for item in self.tables.query_items(request)]
 
+    def followers_page(
+        self, board_id: str, member_id: str, limit: int, after: str | None
+    ) -> tuple[list[str], bool]:
+        """Up to ``limit`` of the members that follow ``member_id`` (or did lately), in id
+        order after ``after`` (None: from the first), and whether more may follow: one query
+        of ``limit`` keys."""
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": schema.followers_pk(board_id, member_id)}},
+            "ProjectionExpression": "sk",
+            "Limit": limit,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = schema.edge_key(board_id, member_id, after)
+        response = next(self.tables.query_pages(request))
+        return [item["sk"]["S"] for item in response.get("Items", [])], "LastEvaluatedKey" in response
+
     def follower_states(
         self, board_id: str, followers: Sequence[str], period: str
     ) -> dict[str, tuple[ScoreState | None, Rivals]]:
@@ -143,6 +160,77 @@ class Social:
                 codecs.rivals_from_item(rivals) if rivals else Rivals(),
             )
         return states
+
+    # -- fan-outs told a chunk at a time -------------------------------------------------------
+
+    def start_fanout(
+        self, board_id: str, member_id: str, event_id: str, change: str, cursor: str | None
+    ) -> bool:
+        """Write the pending fan-out of the change that stream record ``event_id`` carried,
+        told up to follower ``cursor`` (None: none yet); False when it exists already (the
+        record was delivered before). Its stream record is the next chunk's turn."""
+        item: dict[str, Any] = {
+            **schema.fanout_key(board_id, member_id, event_id),
+            schema.FANOUT_CHANGE: {"S": change},
+            schema.FANOUT_STEP: {"N": "0"},
+            schema.FANOUT_PENDING: {"BOOL": True},
+        }
+        if cursor is not None:
+            item[schema.FANOUT_CURSOR] = {"S": cursor}
+        return self.tables.put_if_absent(item)
+
+    def advance_fanout(
+        self, board_id: str, member_id: str, event_id: str, step: int, cursor: str | None, done: bool
+    ) -> bool:
+        """Move a pending fan-out read at ``step`` on to ``cursor`` (its stream record is the
+        next chunk's turn), or end it (``done``: it then expires after the stream's retention,
+        so that a redelivered change still finds it). False when it is no longer at ``step``:
+        another delivery of the same chunk moved it already."""
+        names = {"#n": schema.FANOUT_STEP, "#p": schema.FANOUT_PENDING, "#c": schema.FANOUT_CURSOR}
+        values: dict[str, Any] = {
+            ":step": {"N": str(step)},
+            ":next": {"N": str(step + 1)},
+            ":t": {"BOOL": True},
+        }
+        if done:
+            expression = "SET #n = :next, #p = :f, #ttl = :ttl REMOVE #c"
+            names["#ttl"] = "ttl"
+            values[":f"] = {"BOOL": False}
+            values[":ttl"] = {"N": str(int(time.time()) + schema.MARK_TTL_SECONDS)}
+        elif cursor is None:
+            expression = "SET #n = :next REMOVE #c"
+        else:
+            expression = "SET #n = :next, #c = :c"
+            values[":c"] = {"S": cursor}
+        return self.tables.update(
+            schema.fanout_key(board_id, member_id, event_id),
+            expression,
+            ConditionExpression="#n = :step AND #p = :t",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def pending_fanouts(self, board_id: str, member_id: str) -> list[tuple[str, str, str | None, int]]:
+        """The member's fan-outs still pending, as (event id, change, cursor, step)."""
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :p",
+            "FilterExpression": "#p = :t",
+            "ExpressionAttributeNames": {"#p": schema.FANOUT_PENDING},
+            "ExpressionAttributeValues": {
+                ":p": {"S": schema.fanout_pk(board_id, member_id)},
+                ":t": {"BOOL": True},
+            },
+            "ConsistentRead": True,
+        }
+        return [
+            (
+                item["sk"]["S"],
+                item[schema.FANOUT_CHANGE]["S"],
+                item[schema.FANOUT_CURSOR]["S"] if schema.FANOUT_CURSOR in item else None,
+                int(item[schema.FANOUT_STEP]["N"]),
+            )
+            for item in self.tables.query_items(request)
+        ]
 
     # -- the inbox ----------------------------------------------------------------------
 

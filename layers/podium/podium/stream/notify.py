@@ -1,37 +1,54 @@
 """The notifier: fed by the table's change stream, it tells members what happened.
 
 * ``overtaken``: a rival's score went from not better than a follower's score to
-  strictly better. One query finds the followers of the member that changed (follower
-  edges), and one batched read gets their scores and rivals lists.
+  strictly better. A page of follower edges finds the followers of the member that
+  changed, and one batched read gets their scores and rivals lists.
 * ``newLeader``: the first entry of the listing changed from one member to another. The
   board's last known leader is kept in one item. A record whose member is now better
   than that leader says by itself that the lead changed; only when the leader itself
   falls back or leaves is the index asked, with one ``Limit=1`` query per shard.
 
-Each notification's id derives from the stream record that caused it, so a record
-delivered twice yields each notification once in the inbox. A leader change is recorded
-together with the notifications it causes (compare-and-set on the leader item), then
-delivered, so that neither a crash nor a concurrent consumer loses or doubles one.
+A popular member's followers are told in chunks: one invocation tells at most
+``chunk_size`` followers, of all its records together. What is left of a change is a
+fan-out item (``FanoutJob``) that the notifier writes to the table; its stream record
+comes back to the notifier, which tells the next chunk and writes the item again, until
+no follower is left. Every chunk is judged as of the change, as the record would have
+been (docs/streams.md, "Popular members: the fan-out in chunks").
+
+Each notification's id derives from the stream record that caused it, so a record (or a
+chunk) delivered twice yields each notification once in the inbox. A leader change is
+recorded together with the notifications it causes (compare-and-set on the leader item),
+then delivered, so that neither a crash nor a concurrent consumer loses or doubles one.
 Delivery stores the notification in the inbox first and publishes to SNS only if it is
 not yet marked published: a publish is retried, never silently dropped.
 
-A member's profile removed (a DELETE) makes the notifier forget it (``stream.forget``).
+A member's profile removed (a DELETE) makes the notifier forget it (``stream.forget``),
+once its pending fan-outs are told.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from podium import fanout, keys
+from podium.config import DEFAULT_FANOUT_CHUNK_SIZE
 from podium.indexreads import read_keys
 from podium.models import BoardSettings, LeaderState, Notification, Unknown
 from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
 from podium.ranking import merge_shards
 from podium.stream.forget import forget
-from podium.stream.records import ScoreRecord, derived_id, member_removal, score_record
+from podium.stream.records import (
+    FanoutJob,
+    ScoreRecord,
+    derived_id,
+    fanout_job,
+    member_removal,
+    score_record,
+)
 
 INBOX_TTL_SECONDS = 30 * 24 * 3600
 MAX_ATTEMPTS = 16
@@ -50,17 +67,29 @@ class Notifier:
         index: IndexReader,
         publisher: Publisher,
         settings_of: SettingsOf,
+        chunk_size: int = DEFAULT_FANOUT_CHUNK_SIZE,
     ) -> None:
         self.social = social
         self.members = members
         self.index = index
         self.publisher = publisher
         self.settings_of = settings_of
+        self.chunk_size = chunk_size
+        self.budget = chunk_size  # followers this invocation may still tell
+
+    def begin(self) -> None:
+        """A new invocation (a batch of records): it tells at most one chunk of followers."""
+        self.budget = self.chunk_size
 
     def apply(self, raw: dict[str, Any]) -> None:
         removal = member_removal(raw)
         if removal is not None:
+            self.finish_fanouts(removal.board_id, removal.member_id)
             forget(self.social, removal)
+            return
+        job = fanout_job(raw)
+        if job is not None:
+            self.continue_fanout(job)
             return
         record = score_record(raw)
         if record is None:
@@ -68,28 +97,80 @@ class Notifier:
         settings = self.settings_of(record.board_id)
         # A hidden member overtaking someone tells no one.
         if record.new is not None and record.changed and not record.hidden:
-            for notification in self.overtaken(record, settings):
-                self.deliver(notification)
+            self.start_fanout(FanoutJob.of(record), settings)
         self.check_leader(record, settings)
 
-    # -- overtaken --------------------------------------------------------------------
+    # -- overtaken, a chunk of followers at a time --------------------------------------
 
-    def overtaken(self, record: ScoreRecord, settings: BoardSettings) -> list[Notification]:
-        """The followers of the record's member that its change passed, judged as of the
-        change, however late it is read: who followed the member then (``Rivals``), and
-        each one's score then (the score item's history). A follower whose score changed
-        more often since than its history keeps is not told (logged): better silent than
-        wrong."""
-        assert record.new is not None
-        followers = self.social.followers(record.board_id, record.member_id)
-        followers = [f for f in followers if f != record.member_id]
+    def start_fanout(self, job: FanoutJob, settings: BoardSettings) -> None:
+        """Tell the first followers of a change, as many as the invocation may still tell;
+        if more may follow, write the fan-out item whose stream record goes on. The item is
+        written after the chunk is told, and only if absent: a redelivered change finds it
+        and leaves the rest to it."""
+        if self.budget > 0:
+            cursor, more = self._tell_chunk(job, settings, self.budget)
+        else:  # this invocation has told its chunk: only see whether anyone follows
+            cursor, more = None, bool(self.social.followers_page(job.board_id, job.member_id, 1, None)[0])
+        if more and self.social.start_fanout(job.board_id, job.member_id, job.event_id, job.change(), cursor):
+            log.info("%s's change on %s goes on in chunks, after %s", job.member_id, job.board_id, cursor)
+
+    def continue_fanout(self, job: FanoutJob) -> None:
+        """Tell the next chunk of a pending fan-out and move its item on (or end it). An
+        invocation that has told its chunk writes the item again unchanged instead, so
+        that its record comes back to a later one."""
+        cursor, more = job.cursor, True
+        if self.budget > 0:
+            cursor, more = self._tell_chunk(job, self.settings_of(job.board_id), self.budget)
+        moved = self.social.advance_fanout(
+            job.board_id, job.member_id, job.event_id, job.step, cursor, done=not more
+        )
+        if not moved:  # a redelivery: the chunk was told and the item moved on before
+            log.info("the fan-out %s of %s was past step %d", job.event_id, job.member_id, job.step)
+
+    def finish_fanouts(self, board_id: str, member_id: str) -> None:
+        """Tell the rest of a deleted member's pending fan-outs before it is forgotten: they
+        are judged by follows that forgetting removes. This is bounded as forgetting is (by
+        the followers), not by the chunk; each chunk's progress is written first, so a retry
+        goes on from there."""
+        settings = self.settings_of(board_id)
+        for _ in range(MAX_ATTEMPTS):
+            pending = self.social.pending_fanouts(board_id, member_id)
+            if not pending:
+                return
+            for stored in pending:
+                job, more = FanoutJob.stored(board_id, member_id, *stored), True
+                while more:
+                    cursor, more = self._tell_chunk(job, settings, self.chunk_size)
+                    done = not more
+                    if not self.social.advance_fanout(
+                        board_id, member_id, job.event_id, job.step, cursor, done
+                    ):
+                        break  # its stream record moved it meanwhile: read it again
+                    job = replace(job, cursor=cursor, step=job.step + 1)
+        raise RuntimeError(f"the fan-outs of {member_id} on {board_id} kept moving under the notifier")
+
+    def _tell_chunk(self, job: FanoutJob, settings: BoardSettings, limit: int) -> tuple[str | None, bool]:
+        """Tell the overtaken among up to ``limit`` followers after the job's cursor (their
+        deliveries at once, on the shared pool); the last follower read and whether more may
+        follow."""
+        followers, more = self.social.followers_page(job.board_id, job.member_id, limit, job.cursor)
+        self.budget -= len(followers)
+        notifications = self.overtaken(job, settings, [f for f in followers if f != job.member_id])
+        fanout.gather(self.deliver, notifications)
+        return (followers[-1] if followers else job.cursor), more
+
+    def overtaken(self, job: FanoutJob, settings: BoardSettings, followers: list[str]) -> list[Notification]:
+        """Which of ``followers`` the change passed, judged as of the change, however late
+        it is read: who followed the member then (``Rivals``), and each one's score then
+        (the score item's history). A follower whose score changed more often since than its
+        history keeps is not told (logged): better silent than wrong."""
         if not followers:
             return []
-        moment = record.changed_us
+        moment = job.changed_us
         found = []
-        states = self.social.follower_states(record.board_id, followers, record.period)
+        states = self.social.follower_states(job.board_id, followers, job.period)
         for follower, (state, rivals) in states.items():
-            if state is None or state.hidden or not rivals.followed_at(record.member_id, moment):
+            if state is None or state.hidden or not rivals.followed_at(job.member_id, moment):
                 continue  # gone, hidden, or not following the member when it changed
             score = state.score_at(moment)
             if score is None:
@@ -98,20 +179,15 @@ class Notifier:
                 log.warning(
                     "cannot tell %s's score when %s changed on %s: its history is too short",
                     follower,
-                    record.member_id,
-                    record.board_id,
+                    job.member_id,
+                    job.board_id,
                 )
                 continue
-            was_better = record.old is not None and settings.is_better(record.old, score)
-            if not was_better and settings.is_better(record.new, score):
+            was_better = job.old is not None and settings.is_better(job.old, score)
+            if not was_better and settings.is_better(job.new, score):
                 found.append(
                     _notification(
-                        record,
-                        "overtaken",
-                        to=follower,
-                        score=score,
-                        by=record.member_id,
-                        by_score=record.new,
+                        job, "overtaken", to=follower, score=score, by=job.member_id, by_score=job.new
                     )
                 )
         return found
@@ -210,7 +286,7 @@ class Notifier:
 
 
 def _notification(
-    record: ScoreRecord, kind: str, *, to: str, score: Decimal, by: str, by_score: Decimal
+    record: ScoreRecord | FanoutJob, kind: str, *, to: str, score: Decimal, by: str, by_score: Decimal
 ) -> Notification:
     """What ``record`` tells member ``to`` (score ``score``) about member ``by`` (score
     ``by_score``). The id derives from the record, the kind and the recipient, so a record

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from podium import numbers
 from podium.dal import schema
 from podium.periods import ALL_TIME
 
@@ -143,6 +144,65 @@ def member_removal(record: Record) -> MemberRemoval | None:
     approximate = Decimal(str(stream.get("ApproximateCreationDateTime", 0)))
     deleted = int(gone) if gone is not None else int(approximate * 1_000_000)
     return MemberRemoval(board_id, member_id, deleted)
+
+
+@dataclass(frozen=True)
+class FanoutJob:
+    """The overtaken fan-out of one score change, told a chunk of followers at a time: the
+    change as its stream record carried it (judged as of ``changed_us``, whenever a chunk
+    runs), the last follower told (``cursor``, in id order; None: none yet) and how many
+    times the job was written since it began (``step``: each write is conditional on it, so
+    a redelivered chunk is told apart from the next one)."""
+
+    event_id: str
+    board_id: str
+    member_id: str
+    period: str
+    old: Decimal | None
+    new: Decimal
+    changed_us: int
+    cursor: str | None = None
+    step: int = 0
+
+    @classmethod
+    def of(cls, record: ScoreRecord) -> FanoutJob:
+        assert record.new is not None
+        fields = (record.board_id, record.member_id, record.period, record.old, record.new)
+        return cls(record.event_id, *fields, record.changed_us)
+
+    def change(self) -> str:
+        """What the job item keeps of the change (``FanoutJob.stored`` reads it back)."""
+        return numbers.dumps({"period": self.period, "old": self.old, "new": self.new, "at": self.changed_us})
+
+    @classmethod
+    def stored(
+        cls, board_id: str, member_id: str, event_id: str, change: str, cursor: str | None, step: int
+    ) -> FanoutJob:
+        body = numbers.loads(change)
+        return cls(
+            event_id,
+            board_id,
+            member_id,
+            body["period"],
+            body["old"],
+            body["new"],
+            int(body["at"]),
+            cursor,
+            step,
+        )
+
+
+def fanout_job(record: Record) -> FanoutJob | None:
+    """A pending fan-out, written (started, or moved on by a chunk) by the notifier itself:
+    its record is the next chunk's turn."""
+    pk, sk = keys_of(record)
+    image = record.get("dynamodb", {}).get("NewImage")
+    if not pk.startswith(schema.FANOUT) or not image or not image.get(schema.FANOUT_PENDING, {}).get("BOOL"):
+        return None
+    board_id, member_id = schema.parse_fanout_pk(pk)
+    cursor = image[schema.FANOUT_CURSOR]["S"] if schema.FANOUT_CURSOR in image else None
+    change, step = image[schema.FANOUT_CHANGE]["S"], int(image[schema.FANOUT_STEP]["N"])
+    return FanoutJob.stored(board_id, member_id, sk, change, cursor, step)
 
 
 def is_event_insert(record: Record) -> bool:

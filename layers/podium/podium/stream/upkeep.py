@@ -280,10 +280,14 @@ class RankUpkeep:
 
     # -- maintenance ------------------------------------------------------------------
 
-    def rebuild(self, board_id: str, period: str = ALL_TIME) -> int:
+    def rebuild(self, board_id: str, period: str = ALL_TIME, ranked: Sequence[str] | None = None) -> int:
         """Rebuild a board's head and buckets from the index (a board whose scores were
-        bulk-loaded, or that predates them). Returns the number of buckets."""
-        found = self.index_range(board_id, period, buckets.BELOW_EVERY_KEY, None)
+        bulk-loaded, or that predates them), or from the sort keys ``ranked`` (the
+        consistency checker's, taken from the score items). Returns the number of buckets."""
+        if ranked is not None:
+            found = sorted(ranked)
+        else:
+            found = self.index_range(board_id, period, buckets.BELOW_EVERY_KEY, None)
         layout = [Bucket(lo, count, 1) for lo, count in buckets.cut(found, buckets.REBUILD_SIZE)]
         expires = self._expires(board_id, period)
         self.structures.replace_buckets(board_id, period, layout, expires)
