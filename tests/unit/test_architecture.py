@@ -17,8 +17,16 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYER = ROOT / "layers" / "podium" / "podium"
 FUNCTIONS = ROOT / "functions"
 # What the data-access layer may import of the layer: itself, and the shared vocabulary
-# (records, errors, settings, the JSON codec of exact numbers, the thread pool).
-SHARED = {"podium.models", "podium.errors", "podium.config", "podium.numbers", "podium.fanout"}
+# (records, errors, settings, the JSON codec of exact numbers, the thread pool, the
+# Idempotency-Key of a submission and its record).
+SHARED = {
+    "podium.models",
+    "podium.errors",
+    "podium.config",
+    "podium.numbers",
+    "podium.fanout",
+    "podium.idempotency",
+}
 AWS = ("boto3", "botocore", "mypy_boto3_dynamodb")
 MAX_MODULE_LINES = 500
 MAX_HANDLER_LINES = 45

@@ -87,9 +87,9 @@ def test_importing_the_handlers_leaves_out_powertools_event_handler(loaded: dict
     assert "aws_lambda_powertools.event_handler" not in modules
 
 
-def test_importing_the_handlers_leaves_idempotency_to_the_first_keyed_request(loaded: dict[str, Any]) -> None:
+def test_importing_the_handlers_leaves_out_powertools_idempotency(loaded: dict[str, Any]) -> None:
     # Given every function's handler module, each imported the way Lambda does it
     # When we look at what the imports loaded
     modules = loaded["modules"]
-    # Then Powertools idempotency waits for a score submission that sends a key
+    # Then Powertools idempotency is not among them (Idempotency-Key records are the layer's)
     assert "aws_lambda_powertools.utilities.idempotency" not in modules

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-import podium.dal.idempotency
 import podium.wiring
 from devstack import template
 from devstack.functions import Handler, LambdaContext, load_handler
@@ -106,7 +105,6 @@ def put_member_event(member_id: str, score: int) -> dict[str, Any]:
 
 def _clear_singletons() -> None:
     podium.wiring.reset()
-    podium.dal.idempotency._idempotent_runner.cache_clear()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from podium import http
-from podium.errors import NotFound
+from podium.errors import NotFound, Throttled
 
 app = http.create_app()
 seen: dict[str, Any] = {}
@@ -30,6 +30,8 @@ def put_member(boardId: str, memberId: str) -> http.Response:
         raise NotFound("board missing does not exist")
     if seen["board"] == "broken":
         raise RuntimeError("a bug")
+    if seen["board"] == "throttled":
+        raise Throttled("the database is throttling requests; retry after a short wait")
     return http.json_response(200, {"ok": True})
 
 
@@ -91,3 +93,13 @@ def test_a_request_no_route_serves_is_a_404_naming_it(method: str, path: str) ->
     # Then the answer is a 404 that names the request
     assert result["statusCode"] == 404
     assert json.loads(result["body"]) == {"code": "NotFound", "message": f"no route for {method} {path}"}
+
+
+def test_throttled_is_a_429_with_retry_after() -> None:
+    # When the database throttled the request and the retries ran out
+    result = app.resolve(proxy_event("PUT", "/boards/throttled/members/m"), None)
+
+    # Then the answer is 429 Throttled, with Retry-After in whole seconds
+    assert result["statusCode"] == 429
+    assert json.loads(result["body"])["code"] == "Throttled"
+    assert result["multiValueHeaders"]["Retry-After"] == ["1"]

@@ -43,8 +43,12 @@ class PayloadTooLarge(PodiumError):
 
 
 class Throttled(PodiumError):
+    """The database throttled and every retry was spent; the request changed nothing.
+    ``retry_after``: the whole seconds a client should wait before trying again."""
+
     status = 429
     code = "Throttled"
+    retry_after = 1
 
 
 class RateLimited(PodiumError):
@@ -57,6 +61,20 @@ class RateLimited(PodiumError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class WriteUnconfirmed(PodiumError):
+    """A write failed after an attempt that may have been applied (its answer lost, or a
+    5xx): the one failure that may have changed something. ``refused`` is the error to
+    answer instead once reading back shows that it was not applied. A client that sent an
+    ``Idempotency-Key`` sends it again and learns the outcome; the message says so."""
+
+    status = 500
+    code = "InternalError"
+
+    def __init__(self, message: str, refused: Exception | None = None) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 # What a conditional write to the database can come back with: the data-access layer

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from podium import numbers, validation
-from podium.errors import PodiumError, RateLimited, ValidationError
+from podium.errors import PodiumError, RateLimited, Throttled, ValidationError
 from podium.log import logger, metrics
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ def answer_error(error: Exception) -> Response:
         if error.status >= 500:
             logger.exception("request failed")
         response = error_response(error.status, error.code, error.message)
-        if isinstance(error, RateLimited):
+        if isinstance(error, RateLimited | Throttled):
             response.headers["Retry-After"] = str(error.retry_after)
         return response
     logger.exception("unhandled error")

@@ -9,9 +9,10 @@ from dataclasses import replace
 from datetime import UTC
 from decimal import Decimal
 
-from podium import keys, numbers, periods, retry, validation
+from podium import idempotency, keys, numbers, periods, retry, validation
 from podium.boards import BoardService, to_microseconds
 from podium.errors import (
+    AlreadyApplied,
     Conflict,
     HiddenChanged,
     ItemMissing,
@@ -20,6 +21,7 @@ from podium.errors import (
     ValidationError,
     VersionConflict,
 )
+from podium.idempotency import SubmissionKey
 from podium.models import BoardSettings, Limits, Member, ScoreChange, ScoreState
 from podium.ports import EventStore, MemberStore, SocialStore
 from podium.validation import EventRequest, MemberRequest
@@ -195,21 +197,35 @@ class MemberService:
         self.members.delete_member(board_id, member_id, gone)
 
     def submit_score(
-        self, board_id: str, member_id: str, value: Decimal, limits: Limits | None = None
+        self,
+        board_id: str,
+        member_id: str,
+        value: Decimal,
+        limits: Limits | None = None,
+        key: SubmissionKey | None = None,
     ) -> ScoreChange:
         """Apply the board's operator atomically: read, compute, write if unchanged since.
         On a time-windowed board the first submission of a period starts its score. The
-        board's ``limits`` bound the value and how often the member may submit."""
+        board's ``limits`` bound the value and how often the member may submit. With an
+        Idempotency-Key (``key``), a submission applied before is answered as then, and
+        not applied nor counted again."""
         settings = self.boards.settings(board_id)
+        if key is not None:
+            found = self.members.recorded_submission(board_id, member_id, key)
+            if found is not None:
+                return idempotency.replay(key, found)
         limits = limits or Limits()
         validation.within_limits(value, limits)
         minute = self._count_submission(board_id, member_id, limits)
         try:
-            return self._submit(board_id, member_id, value, settings)
+            change, replayed = self._submit(board_id, member_id, value, settings, key)
         except Exception:
             if minute is not None:  # refused after all: the submission does not count
                 self.members.uncount_submission(board_id, member_id, minute)
             raise
+        if replayed and minute is not None:  # a duplicate that another request applied
+            self.members.uncount_submission(board_id, member_id, minute)
+        return change
 
     def _count_submission(self, board_id: str, member_id: str, limits: Limits) -> str | None:
         """Count the submission in its clock minute (UTC) when the board limits how many a
@@ -230,7 +246,15 @@ class MemberService:
             retry_after=max(1, wait),
         )
 
-    def _submit(self, board_id: str, member_id: str, value: Decimal, settings: BoardSettings) -> ScoreChange:
+    def _submit(
+        self,
+        board_id: str,
+        member_id: str,
+        value: Decimal,
+        settings: BoardSettings,
+        key: SubmissionKey | None,
+    ) -> tuple[ScoreChange, bool]:
+        """The change, and whether it is the recorded answer of ``key`` (applied before)."""
         # Whether a first score of the period is written hidden: assumed not (no read),
         # and learnt from the profile in the rare case it is.
         first_hidden = False
@@ -247,14 +271,28 @@ class MemberService:
             except ValidationError as error:
                 raise ValidationError(f"value would take the score out of bounds: {error.message}") from error
             if state is not None and new_score == state.score:
-                return ScoreChange(member_id, state.score, state.score)
+                change = ScoreChange(member_id, state.score, state.score)
+                if key is None or self.members.record_submission(board_id, member_id, key, change):
+                    return change, False
+                return self._recorded(board_id, member_id, key), True
+            change = ScoreChange(member_id, new_score, old)
             hidden = state.hidden if state else first_hidden
             written = next_state(state, new_score, to_microseconds(now), hidden)
             placement = keys.placement(board_id, settings, member_id, written, period)
+            answer = (key, change) if key is not None else None
             try:
                 self.members.write_score(
-                    board_id, member_id, state.version if state else None, written, placement, period
+                    board_id,
+                    member_id,
+                    state.version if state else None,
+                    written,
+                    placement,
+                    period,
+                    answer=answer,
                 )
+            except AlreadyApplied:
+                assert key is not None  # only a key's record makes a submission's write AlreadyApplied
+                return self._recorded(board_id, member_id, key), True
             except ItemMissing as error:
                 raise missing(member_id, board_id) from error
             except HiddenChanged as changed:
@@ -262,8 +300,15 @@ class MemberService:
                 continue
             except VersionConflict:
                 continue
-            return ScoreChange(member_id, new_score, old)
+            return change, False
         raise contended(member_id)
+
+    def _recorded(self, board_id: str, member_id: str, key: SubmissionKey) -> ScoreChange:
+        """The answer recorded for ``key`` by the request that applied it."""
+        found = self.members.recorded_submission(board_id, member_id, key)
+        if found is None:  # it expired in between
+            raise Conflict("a request with this Idempotency-Key was just applied; retry shortly")
+        return idempotency.replay(key, found)
 
     # -- hot counters: the event log --------------------------------------------------
 

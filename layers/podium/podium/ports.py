@@ -9,6 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
+from podium.idempotency import RecordedSubmission, SubmissionKey
 from podium.models import (
     Board,
     BoardPolicy,
@@ -22,6 +23,7 @@ from podium.models import (
     Notification,
     Placement,
     Rivals,
+    ScoreChange,
     ScoreState,
     Snapshot,
     View,
@@ -95,7 +97,14 @@ class MemberStore(Protocol):
         placement: Placement,
         period: str,
         mark: str | None = None,
+        answer: tuple[SubmissionKey, ScoreChange] | None = None,
     ) -> None: ...
+    def recorded_submission(
+        self, board_id: str, member_id: str, key: SubmissionKey
+    ) -> RecordedSubmission | None: ...
+    def record_submission(
+        self, board_id: str, member_id: str, key: SubmissionKey, change: ScoreChange
+    ) -> bool: ...
     def fence(self, board_id: str, member_id: str, now_us: int) -> int | None: ...
     def delete_member(self, board_id: str, member_id: str, gone_us: int) -> None: ...
     def count_submission(

@@ -1,10 +1,12 @@
 """The DynamoDB client and what every repository does with it: pages of a query, batched
-reads and writes, transactions whose failed conditions are told apart, and throttling
-turned into the API's 429."""
+reads and writes, transactions whose failed conditions are told apart, throttling turned
+into the API's 429, and a write that failed after an attempt that may have been applied
+told apart from one that changed nothing."""
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +19,14 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from podium import fanout
 from podium.config import Settings
 from podium.dal import schema
-from podium.errors import AlreadyApplied, BucketMoved, ItemMissing, Throttled, VersionConflict
+from podium.errors import (
+    AlreadyApplied,
+    BucketMoved,
+    ItemMissing,
+    Throttled,
+    VersionConflict,
+    WriteUnconfirmed,
+)
 
 __all__ = ["AlreadyApplied", "BucketMoved", "ItemMissing", "VersionConflict"]
 
@@ -53,17 +62,66 @@ def conditional_failure(error: Exception) -> bool:
     return error_code(error) == "ConditionalCheckFailedException"
 
 
+# The operations that change the table: an attempt of one that fails without a definite
+# answer may still have been applied.
+WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+UNCONFIRMED = (
+    "the database did not confirm a write, and whether it was applied is not known: send the "
+    "request again with its Idempotency-Key, or read before sending it again"
+)
+
+
+class _Attempts(threading.local):
+    """Whether an attempt of this thread's current write failed without a definite answer."""
+
+    uncertain = False
+
+
+ATTEMPTS = _Attempts()
+
+
+def note_attempt(operation: Any, response: Any = None, caught_exception: Any = None, **_: Any) -> None:
+    """botocore's ``needs-retry`` hook, called after every attempt of a call: a write's
+    attempt that got no answer (a connection lost after the request was sent, a time-out)
+    or a 5xx may have been applied; a throttling error, a 4xx or a connection never made
+    was not."""
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
+
+    if getattr(operation, "name", "") not in WRITE_OPERATIONS:
+        return
+    if caught_exception is not None:
+        if not isinstance(caught_exception, EndpointConnectionError | ConnectTimeoutError):
+            ATTEMPTS.uncertain = True
+    elif response is not None and int(response[0].status_code) >= 500:
+        ATTEMPTS.uncertain = True
+
+
 @contextmanager
 def translate_throttling() -> Iterator[None]:
-    """botocore has already retried with backoff; what still throttles is the client's 429."""
-    from botocore.exceptions import ClientError
+    """botocore has already retried with backoff; what still throttles is the client's 429,
+    which says that the request changed nothing. So a write that failed after an attempt
+    that may have been applied (``note_attempt``) is WriteUnconfirmed instead (a 500 that
+    says so), holding the error to raise once reading back shows it was not applied."""
+    from botocore.exceptions import BotoCoreError, ClientError
 
+    ATTEMPTS.uncertain = False
     try:
         yield
     except ClientError as error:
         codes = {error_code(error), *cancellation_codes(error)}
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+        refused: Exception = error
         if codes & THROTTLING_CODES:
-            raise Throttled("the database is throttling requests; retry after a short wait") from error
+            refused = Throttled("the database is throttling requests; retry after a short wait")
+            refused.__cause__ = error
+        if ATTEMPTS.uncertain and (codes & THROTTLING_CODES or status >= 500):
+            raise WriteUnconfirmed(UNCONFIRMED, refused) from error
+        if refused is not error:
+            raise refused from error
+        raise
+    except BotoCoreError as error:
+        if ATTEMPTS.uncertain:
+            raise WriteUnconfirmed(UNCONFIRMED, error) from error
         raise
 
 
@@ -103,6 +161,23 @@ def until_processed(
     )
 
 
+# How often botocore sends a request the database throttles or fails (standard mode: a
+# jittered backoff of up to 1, 2, 4, 8 s between the attempts, 15 s at most in all). A
+# request that is still throttled then answers 429 Throttled well inside API Gateway's and
+# the functions' 29 s; six retries (up to 51 s of backoff) often ran past them, and the
+# client got a time-out instead (docs/reliability.md, "Faults").
+DYNAMODB_ATTEMPTS = 5
+
+
+def watched(client: DynamoDBClient) -> DynamoDBClient:
+    """``client``, telling ``note_attempt`` of every attempt it makes (a test's stand-in
+    without botocore's events is left as it is)."""
+    events = getattr(getattr(client, "meta", None), "events", None)
+    if events is not None:
+        events.register("needs-retry.dynamodb", note_attempt, unique_id="podium-note-attempt")
+    return client
+
+
 class Tables:
     """One table's client, with the plumbing every repository shares."""
 
@@ -113,15 +188,15 @@ class Tables:
     @cached_property
     def client(self) -> DynamoDBClient:
         if self._client is not None:
-            return self._client
+            return watched(self._client)
         import boto3
         from botocore.config import Config
 
         config = Config(
-            retries={"mode": "standard", "max_attempts": 6},
+            retries={"mode": "standard", "total_max_attempts": DYNAMODB_ATTEMPTS},
             max_pool_connections=self.settings.shard_query_concurrency + 8,
         )
-        return boto3.client("dynamodb", config=config)
+        return watched(boto3.client("dynamodb", config=config))
 
     @property
     def table(self) -> str:
@@ -166,6 +241,28 @@ class Tables:
         """Put ``item`` (with a ``ConditionExpression`` and its values, if given); False when
         the condition fails."""
         return self._conditional(self.client.put_item, Item=item, **conditions) is not None
+
+    def put_or_current(self, item: Item, **conditions: Any) -> tuple[Item, bool] | None:
+        """Put ``item`` on its condition: None when it was written; else the item as the
+        failed condition found it ({} for none) and whether botocore had sent the put more
+        than once: then an earlier attempt may have written it, its answer lost."""
+        from botocore.exceptions import ClientError
+
+        try:
+            with translate_throttling():
+                self.client.put_item(
+                    TableName=self.table,
+                    Item=item,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **conditions,
+                )
+        except ClientError as error:
+            if not conditional_failure(error):
+                raise
+            response: dict[str, Any] = getattr(error, "response", None) or {}
+            resent = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
+            return dict(response.get("Item") or {}), resent
+        return None
 
     def put_if_absent(self, item: Item) -> bool:
         return self.put(item, ConditionExpression="attribute_not_exists(pk)")

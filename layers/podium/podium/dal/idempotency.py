@@ -1,75 +1,49 @@
-"""``Idempotency-Key`` for score submissions, on Powertools idempotency with DynamoDB.
-
-A key belongs to one member's score route and is remembered for 24 hours. The same key
-and body get the first answer again; the same key with another body is a 400; a
-duplicate that arrives while the first is still being applied is a 409 to retry.
-"""
+"""The records of ``Idempotency-Key`` (``podium.idempotency``): one item per key in the
+member's partition (``KEY#`` and the key's digest), holding the body's digest and the
+answer, written in the same transaction as the score it answers for. A record past its
+24 hours counts as absent before DynamoDB's TTL removes it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
+import time
 from typing import Any
 
-from podium.errors import Conflict, ValidationError
+from podium.dal import schema
+from podium.dal.client import Item, deserializer, serializer
+from podium.idempotency import KEY_TTL_SECONDS, RecordedSubmission, SubmissionKey
+from podium.models import ScoreChange
 
-KEY_TTL_SECONDS = 24 * 3600
-MAX_KEY_LENGTH = 255
-
-Operation = Callable[[], dict[str, Any]]
-
-
-@cache
-def _idempotent_runner() -> tuple[Any, Callable[..., dict[str, Any]]]:
-    from aws_lambda_powertools.utilities.idempotency import (
-        DynamoDBPersistenceLayer,
-        IdempotencyConfig,
-        idempotent_function,
-    )
-
-    from podium.config import settings
-
-    persistence = DynamoDBPersistenceLayer(table_name=settings().idempotency_table)
-    config = IdempotencyConfig(
-        event_key_jmespath="key",
-        payload_validation_jmespath="body",
-        expires_after_seconds=KEY_TTL_SECONDS,
-    )
-
-    @idempotent_function(  # type: ignore[untyped-decorator]
-        data_keyword_argument="request", persistence_store=persistence, config=config
-    )
-    def run(request: dict[str, str], operation: Operation) -> dict[str, Any]:
-        return operation()
-
-    return config, run
+# A new record may replace one whose time is past, and nothing else.
+ABSENT = "attribute_not_exists(pk) OR #ttl < :now"
 
 
-def run_once(
-    scope: str, key: str | None, body: str, operation: Operation, lambda_context: Any = None
-) -> dict[str, Any]:
-    """Run ``operation`` (which returns a JSON-safe answer) once per ``scope`` and key.
+def record_key(board_id: str, member_id: str, key: SubmissionKey) -> Item:
+    return schema.submission_key(board_id, member_id, key.key)
 
-    The Lambda context lets Powertools give an in-progress record an expiry of the
-    invocation's remaining time, so a crashed invocation does not block its key for 24 h.
-    """
-    if key is None:
-        return operation()
-    if not 1 <= len(key) <= MAX_KEY_LENGTH:
-        raise ValidationError(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters")
-    from aws_lambda_powertools.utilities.idempotency.exceptions import (
-        IdempotencyAlreadyInProgressError,
-        IdempotencyValidationError,
-    )
 
-    config, run = _idempotent_runner()
-    if lambda_context is not None:
-        config.register_lambda_context(lambda_context)
-    try:
-        return run(request={"key": f"{scope}#{key}", "body": body}, operation=operation)
-    except IdempotencyValidationError as error:
-        raise ValidationError(
-            "this Idempotency-Key was already used with a different body; use a new key"
-        ) from error
-    except IdempotencyAlreadyInProgressError as error:
-        raise Conflict("a request with this Idempotency-Key is still being applied; retry shortly") from error
+def record_put(board_id: str, member_id: str, key: SubmissionKey, change: ScoreChange) -> dict[str, Any]:
+    """The put of the record of ``change``, on the condition that the key has none."""
+    now = int(time.time())
+    item = {
+        **record_key(board_id, member_id, key),
+        "b": {"S": key.body},
+        "s": serializer.serialize(change.score),
+        "ttl": {"N": str(now + KEY_TTL_SECONDS)},
+    }
+    if change.previous_score is not None:
+        item["p"] = serializer.serialize(change.previous_score)
+    return {
+        "Item": item,
+        "ConditionExpression": ABSENT,
+        "ExpressionAttributeNames": {"#ttl": "ttl"},
+        "ExpressionAttributeValues": {":now": {"N": str(now)}},
+    }
+
+
+def recorded(item: Item | None, member_id: str) -> RecordedSubmission | None:
+    """The record an item holds; None for no item, or one past its time."""
+    if item is None or int(item["ttl"]["N"]) < int(time.time()):
+        return None
+    previous = deserializer.deserialize(item["p"]) if "p" in item else None
+    change = ScoreChange(member_id, deserializer.deserialize(item["s"]), previous)
+    return RecordedSubmission(item["b"]["S"], change)

@@ -3,13 +3,15 @@ attributes put the member in the ranking index."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from podium import fanout, numbers
-from podium.dal import codecs, schema
+from podium.dal import codecs, idempotency, schema
 from podium.dal.client import (
+    UNCONFIRMED,
     AlreadyApplied,
     Item,
     ItemMissing,
@@ -18,8 +20,9 @@ from podium.dal.client import (
     parse_timestamp,
     timestamp,
 )
-from podium.errors import HiddenChanged
-from podium.models import Placement, ScoreState
+from podium.errors import HiddenChanged, WriteUnconfirmed
+from podium.idempotency import RecordedSubmission, SubmissionKey
+from podium.models import Placement, ScoreChange, ScoreState
 
 PROFILE_FIELDS = "data, createdAt, updatedAt"
 # The profile's ``hidden`` attribute exists only while the member is hidden (true).
@@ -217,6 +220,7 @@ class Members:
         placement: Placement,
         period: str,
         mark: str | None = None,
+        answer: tuple[SubmissionKey, ScoreChange] | None = None,
     ) -> None:
         """Replace the score item if it still has ``expected_version`` (optimistic
         locking), or (None) write the member's first score in ``period`` if the member
@@ -224,8 +228,17 @@ class Members:
         member's first score in a period learns from its profile whether it is hidden).
 
         With ``mark``, the mark of the stream record that causes the change is written in
-        the same transaction, so the change is applied once (else AlreadyApplied)."""
-        put = self._score_put(board_id, member_id, period, state, placement, expected_version)
+        the same transaction, so the change is applied once (else AlreadyApplied). With
+        ``answer``, so is the record of the submission's Idempotency-Key (AlreadyApplied
+        when the key has one: the submission was applied before).
+
+        Applied once also when the database's answer is lost: a transaction sent again by
+        botocore carries the same ClientRequestToken, so DynamoDB does not apply it twice;
+        the single put carries a token of its own (``w``), by which a put whose condition
+        fails is told apart from one that an earlier attempt of it already wrote. When
+        every attempt fails, reading back says whether one was applied (``_settle``)."""
+        token = secrets.token_hex(6)
+        put = self._score_put(board_id, member_id, period, state, placement, expected_version, token)
         actions: list[tuple[str, Any]] = []
         if mark is not None:
             actions.append(("mark", self.tables.mark_put(mark)))
@@ -238,13 +251,17 @@ class Members:
             if state.hidden:
                 check["ExpressionAttributeValues"] = {":hidden": TRUE}
             actions.append(("member", {"ConditionCheck": check}))
-        if not actions:
-            conditions = {k: v for k, v in put.items() if k not in ("Item", "TableName")}
-            if not self.tables.put(put["Item"], **conditions):
-                raise VersionConflict(member_id)
-            return
+        if answer is not None:
+            actions.append(("answer", {"Put": idempotency.record_put(board_id, member_id, *answer)}))
         actions.append(("score", {"Put": put}))
-        codes = self.tables.transact([action for _, action in actions])
+        try:
+            if len(actions) == 1:
+                return self._put_score(put, expected_version, token)
+            codes = self.tables.transact([action for _, action in actions])
+        except WriteUnconfirmed as unconfirmed:
+            if mark is not None:
+                raise  # the stream delivers the record again, and its mark tells
+            return self._settle(board_id, member_id, period, expected_version, token, answer, unconfirmed)
         if codes is None:
             return
         failed = {
@@ -252,14 +269,82 @@ class Members:
         }
         if "mark" in failed:
             raise AlreadyApplied(str(mark))
+        if "answer" in failed:
+            raise AlreadyApplied(f"Idempotency-Key of {member_id}")
         if "member" in failed:
             hidden = self.hidden(board_id, member_id)
             if hidden is None:
                 raise ItemMissing(member_id)
             raise HiddenChanged(member_id, hidden)
-        if "score" in failed:
+        if "score" in failed or "TransactionConflict" in codes:
             raise VersionConflict(member_id)
         raise RuntimeError(f"the score was not written: {codes}")
+
+    def _put_score(self, put: dict[str, Any], expected_version: int | None, token: str) -> None:
+        """The score item's put over ``expected_version``, alone (1 WCU). A condition that
+        fails only after botocore sent the put again may have failed on this put's own
+        earlier attempt: the item carries its token then, and it was applied."""
+        conditions = {k: v for k, v in put.items() if k not in ("Item", "TableName")}
+        found = self.tables.put_or_current(put["Item"], **conditions)
+        if found is None:
+            return
+        current, resent = found
+        if current.get("w", {}).get("S") == token:
+            return  # applied by an earlier attempt whose answer was lost
+        if resent and int(current.get("v", {}).get("N", "0")) > (expected_version or 0) + 1:
+            # Later writes replaced whatever took our version: ours may have been it.
+            raise WriteUnconfirmed(UNCONFIRMED)
+        raise VersionConflict(str(put["Item"]["pk"]["S"]))
+
+    def _settle(
+        self,
+        board_id: str,
+        member_id: str,
+        period: str,
+        expected_version: int | None,
+        token: str,
+        answer: tuple[SubmissionKey, ScoreChange] | None,
+        unconfirmed: WriteUnconfirmed,
+    ) -> None:
+        """A score write that failed after an attempt that may have been applied: returns
+        when it was; raises what the request should answer when it was not (``refused``:
+        429, or a 500 that changed nothing); AlreadyApplied when the key's record exists
+        (its answer is the one to give); ``unconfirmed`` when reading back cannot tell."""
+        refused = unconfirmed.refused or unconfirmed
+        found, item = None, None
+        try:
+            if answer is not None:
+                found = self.recorded_submission(board_id, member_id, answer[0])
+            else:
+                item = self.tables.get(
+                    schema.score_key(board_id, member_id, period), consistent=True, projection="v, w"
+                )
+        except Exception:
+            raise unconfirmed from unconfirmed.__cause__  # reading back failed too
+        if answer is not None:
+            if found is not None:  # applied (by this request, or a duplicate of it)
+                raise AlreadyApplied(f"Idempotency-Key of {member_id}") from unconfirmed
+            raise refused  # the record is written with the score: neither was
+        if item is not None and item.get("w", {}).get("S") == token:
+            return
+        if item is not None and int(item["v"]["N"]) > (expected_version or 0) + 1:
+            raise unconfirmed
+        raise refused  # not applied: the version it would take is free, or another's
+
+    def recorded_submission(
+        self, board_id: str, member_id: str, key: SubmissionKey
+    ) -> RecordedSubmission | None:
+        """The record of a submission sent with ``key``, read consistently; None if none."""
+        item = self.tables.get(idempotency.record_key(board_id, member_id, key), consistent=True)
+        return idempotency.recorded(item, member_id)
+
+    def record_submission(
+        self, board_id: str, member_id: str, key: SubmissionKey, change: ScoreChange
+    ) -> bool:
+        """Record the answer of a submission that changed no score (it writes nothing
+        else); False when the key has a record already."""
+        put = idempotency.record_put(board_id, member_id, key, change)
+        return self.tables.put(put.pop("Item"), **put)
 
     def fence(self, board_id: str, member_id: str, now_us: int) -> int | None:
         """The first step of a delete: mark the profile with the tombstone (``gone``, when the
@@ -378,11 +463,15 @@ class Members:
         state: ScoreState,
         placement: Placement,
         expected_version: int | None,
+        token: str | None = None,
     ) -> dict[str, Any]:
         """The put of a score item: over version ``expected_version``, or (None) as the
-        member's first score in ``period``."""
+        member's first score in ``period``; ``w``: the token of the write."""
+        item = self._score_item(board_id, member_id, period, state, placement)
+        if token is not None:
+            item["w"] = {"S": token}
         put: dict[str, Any] = {
-            "Item": self._score_item(board_id, member_id, period, state, placement),
+            "Item": item,
             "ConditionExpression": "attribute_not_exists(pk)",
         }
         if expected_version is not None:

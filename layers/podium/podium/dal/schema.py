@@ -31,6 +31,7 @@ PROFILE = "MEMBER"
 SCORE = "SCORE#"  # + period
 RIVALS = "RIVALS"
 SUBMISSIONS = "RATE#"  # + clock minute (UTC): a member's score submissions in that minute
+SUBMISSION_KEY = "KEY#"  # + sha256 of an Idempotency-Key: the answer of the submission it sent
 PERIOD_COUNT = "COUNT#"  # + period
 HEAD = "HEAD#"  # + period
 BUCKET = "BKT#"  # + period # lo
@@ -103,6 +104,13 @@ def period_of_score_sk(sk: str) -> str:
 
 def submissions_key(board_id: str, member_id: str, minute: str) -> Key:
     return key(member_pk(board_id, member_id), f"{SUBMISSIONS}{minute}")
+
+
+def submission_key(board_id: str, member_id: str, idempotency_key: str) -> Key:
+    """The record of a score submission sent with ``idempotency_key`` (a digest: a key may
+    be 255 characters of any kind)."""
+    digest = hashlib.sha256(idempotency_key.encode("utf-8")).hexdigest()
+    return key(member_pk(board_id, member_id), f"{SUBMISSION_KEY}{digest}")
 
 
 def rivals_key(board_id: str, member_id: str) -> Key:
