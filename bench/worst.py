@@ -14,10 +14,10 @@ keys of a BatchGetItem that find nothing too):
 - a board of 100 shards whose best 100 members hold 64 KiB of ``data`` each and whose next
   1,000 hold a few bytes: ``top?limit=1000&withData=true`` from the top and after the
   first 100, and ``ranks`` of 100 of them (a small board: the index is counted);
-- a member with ``pending_events`` logged events with ids (none folded: ``fresh=true``
-  reads them all), an inbox of expired and live notifications, a board with expired and
-  live snapshots of 100 entries of 200-character ids, ``boards`` boards in the catalog, and
-  a member followed by ``followers`` members (the request's part of its delete).
+- members with events logged and not folded yet (``fresh=true`` reads them all, or
+  refuses), an inbox of expired and live notifications, a board with expired and live
+  snapshots of 100 entries of 200-character ids, ``boards`` boards in the catalog, and a
+  member followed by ``followers`` members (the request's part of its delete).
 
 Every ranked answer is checked against a plain sorted list of the loaded scores.
 
@@ -46,6 +46,7 @@ from bench import load
 from bench.measure import Recorder, Sample
 from podium import cursors
 from podium.dal import Database, schema
+from podium.errors import Conflict
 from podium.models import BoardSettings, Notification, Page, RankedEntry, Snapshot
 from podium.periods import ALL_TIME
 from podium.validation import BoardRequest, EventRequest, MemberRequest
@@ -63,7 +64,8 @@ class WorstPlan:
     shards: tuple[int, ...] = (1, 100)
     big_data: int = 100  # members with 64 KiB of data, best first
     small_data: int = 1_000  # members with a few bytes of data, after them
-    pending_events: int = 5_000
+    pending_events: int = 4_000  # for a member without event ids, and one with
+    fresh_with_ids: int = 300  # for a member whose events have ids: answered
     expired_notifications: int = 10_000
     live_notifications: int = 300
     expired_snapshots: int = 1_000
@@ -78,6 +80,7 @@ class WorstPlan:
         return cls(
             members=20_000,
             pending_events=1_500,
+            fresh_with_ids=200,
             expired_notifications=2_000,
             live_notifications=250,
             expired_snapshots=200,
@@ -314,25 +317,42 @@ def measure_data(bench: Bench) -> None:
     )
 
 
+def refused(read: Callable[[], Any]) -> Any:
+    """The answer of ``read``, or the Conflict it raised (a refusal: 409)."""
+    try:
+        return read()
+    except Conflict as conflict:
+        return conflict
+
+
 def measure_events(bench: Bench) -> None:
     plan = bench.plan
     board = "worst-events"
     bench.setup.boards.put_board(board, BoardRequest(settings=BoardSettings(shards=10), title=None))
-    member = "hot-" + LONG_ID
-    bench.setup.members.put_member(board, member, MemberRequest(data={}, score=Decimal(0)))
-    for start in range(0, plan.pending_events, 100):
-        batch = [
-            EventRequest(member, Decimal(1), f"event-{n:06d}-{LONG_ID[:100]}")
-            for n in range(start, min(start + 100, plan.pending_events))
-        ]
-        bench.setup.members.log_events(board, batch)
-    bench.case(
-        "GET member?fresh=true",
-        f"{plan.pending_events:,} events with ids not folded yet",
-        lambda: bench.service.members.fresh_member(board, member),
-        lambda answer: answer[1] == plan.pending_events and answer[0].score == plan.pending_events,
+    cases = (
+        ("hot-" + LONG_ID, plan.fresh_with_ids, True),
+        ("hot-plain", plan.pending_events, False),
+        ("hot-many-" + LONG_ID, plan.pending_events, True),
     )
-    events = [EventRequest(member, Decimal(1), f"more-{n}-{time.time_ns()}") for n in range(100)]
+    for member, count, with_ids in cases:
+        bench.setup.members.put_member(board, member, MemberRequest(data={}, score=Decimal(0)))
+        for start in range(0, count, 100):
+            batch = [
+                EventRequest(member, Decimal(1), f"event-{n:06d}-{LONG_ID[:100]}" if with_ids else None)
+                for n in range(start, min(start + 100, count))
+            ]
+            bench.setup.members.log_events(board, batch)
+    for member, count, with_ids in cases:
+        kind = "with ids" if with_ids else "without ids"
+        answered = not with_ids or count == plan.fresh_with_ids
+        outcome = "answered" if answered else "refused: 409, read again once folded"
+        bench.case(
+            "GET member?fresh=true",
+            f"{count:,} events {kind} not folded yet ({outcome})",
+            partial(refused, partial(bench.service.members.fresh_member, board, member)),
+            partial(fresh_as_expected, count if answered else None),
+        )
+    events = [EventRequest(cases[0][0], Decimal(1), f"more-{n}-{time.time_ns()}") for n in range(100)]
     bench.case(
         "POST events",
         "100 events with ids",
@@ -341,6 +361,13 @@ def measure_events(bench: Bench) -> None:
         runs=1,
         warm=False,
     )
+
+
+def fresh_as_expected(count: int | None, answer: Any) -> bool:
+    """An answer with ``count`` pending events (and as many points), or a refusal (None)."""
+    if count is None:
+        return isinstance(answer, Conflict)
+    return not isinstance(answer, Conflict) and answer[1] == count and answer[0].score == count
 
 
 def measure_inbox(bench: Bench) -> None:
