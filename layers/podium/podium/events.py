@@ -87,12 +87,14 @@ def fresh_score(
     board_id: str,
     member_id: str,
     period: str,
-    budget: float = cost.READ_BOUND,
+    budget: float | None = None,
 ) -> tuple[ScoreState | None, Decimal, int]:
     """The folded score, the sum of the member's distinct events not yet folded, and their
     number; reads in proportion to those events (one query per partition of the log, then
     the marks of the folds and the claims of the ids they name), within ``budget`` read
-    units: Conflict when the events waiting are more than that can read."""
+    units (``cost.READ_BOUND`` unless given): Conflict when the events waiting are more than
+    that can read."""
+    budget = cost.READ_BOUND if budget is None else budget
     spent = 0.0
     largest = EVENT_FIXED_BYTES + len(board_id) + len(member_id) + 2 * MAX_EVENT_ID
     for _ in range(FRESH_TRIES):
