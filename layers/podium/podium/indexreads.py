@@ -120,10 +120,9 @@ class Counting:
           stream has applied, however deep the bounds.
 
         ``consistent`` asks for the index itself: it is counted from the top while that
-        is expected to read no more than ``budget`` read units (``cost.READ_BOUND``
-        unless given); past that (a member deep
-        in a big board) the buckets answer, read with ``ConsistentRead`` so that every
-        change the stream has applied counts."""
+        is expected to read no more than ``budget`` read units (``cost.READ_BOUND`` unless
+        given); past that (a member deep in a big board) the buckets answer, read with
+        ``ConsistentRead`` so that every change the stream has applied counts."""
         shards = len(partitions)
         entry = cost.entry_bytes(board_id, period, partitions[0], bounds)
         if total <= COUNT_INDEX_UP_TO:

@@ -237,7 +237,7 @@ class ReadService:
         """The entries with their members' data, as many as fit in a body of
         ``MAX_PAGE_BYTES`` and in ``budget`` read units. A profile's size is known only once
         it is read, so each BatchGetItem asks for no more profiles than ``budget`` still
-        covers if every one were as big as a profile can be (``PROFILE_UNITS_AT_MOST``): 58
+        covers if every one were as big as a profile can be (``PROFILE_UNITS_AT_MOST``): 57
         profiles for a budget of about 490; a page of small profiles then goes on in a few
         more reads (``MAX_DATA_ROUNDS`` at most), while one of big profiles stops when the
         body is full. A page holds one entry at the least, so that the listing goes on."""
