@@ -64,8 +64,9 @@ class WorstPlan:
     shards: tuple[int, ...] = (1, 100)
     big_data: int = 100  # members with 64 KiB of data, best first
     small_data: int = 1_000  # members with a few bytes of data, after them
-    pending_events: int = 4_000  # for a member without event ids, and one with
-    fresh_with_ids: int = 300  # for a member whose events have ids: answered
+    pending_events: int = 4_000  # events with ids for one member: refused
+    fresh_plain: int = 2_500  # events without ids for another: answered
+    fresh_with_ids: int = 300  # events with ids for a third: answered
     expired_notifications: int = 10_000
     live_notifications: int = 300
     expired_snapshots: int = 1_000
@@ -80,6 +81,7 @@ class WorstPlan:
         return cls(
             members=20_000,
             pending_events=1_500,
+            fresh_plain=1_500,
             fresh_with_ids=200,
             expired_notifications=2_000,
             live_notifications=250,
@@ -331,7 +333,7 @@ def measure_events(bench: Bench) -> None:
     bench.setup.boards.put_board(board, BoardRequest(settings=BoardSettings(shards=10), title=None))
     cases = (
         ("hot-" + LONG_ID, plan.fresh_with_ids, True),
-        ("hot-plain", plan.pending_events, False),
+        ("hot-plain", plan.fresh_plain, False),
         ("hot-many-" + LONG_ID, plan.pending_events, True),
     )
     for member, count, with_ids in cases:

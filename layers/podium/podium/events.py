@@ -18,7 +18,7 @@ fold plus the events logged since.
   of committed folds or reusing a claimed id; the score item's version is read before and
   after, so a fold that commits meanwhile is never counted twice. It reads in proportion to
   the events not folded yet, so it keeps to the bound of a request (``podium.cost``): a
-  member with more than that bound lets it read (some 4,000 events without ids, some 400
+  member with more than that bound lets it read (some 3,000 events without ids, some 400
   with: each id's claim is one more read) is answered 409, to be read again once the fold
   has caught up (within seconds), rather than read at any cost.
 """
