@@ -646,6 +646,12 @@ def run(plan: Plan) -> dict[str, Any]:
             grow_big(ctx, plan)
             save(ctx, plan, begun, stopped, None)
         ctx.worst = measure_worst(plan.worst_plan, plan.data)
+        for row in (ctx.worst or {}).get("rows", []):
+            if row["exact"] is not None:
+                check = f"worst case, {row['route']}: {row['case']}: service == sorted list"
+                ctx.checks.append(
+                    {"check": check, "size": row["members"] or 0, "shards": row["shards"], "ok": row["exact"]}
+                )
         save(ctx, plan, begun, stopped, None)
         if plan.churn_plan.seconds > 0:
             streams = boto3.client("dynamodbstreams", endpoint_url=dynamodb.endpoint, config=config)
