@@ -14,12 +14,12 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout token redrive
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst token redrive
 
 help: ## Show the targets
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements-dev.txt requirements-bench.txt layers/podium/requirements.txt
+$(VENV)/.installed: requirements-dev.txt requirements-bench.txt requirements-load.txt layers/podium/requirements.txt
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3; \
 	  test -x $(PY) || $${PYTHON:-python3} -m venv $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -64,6 +64,13 @@ integration: setup ## Integration tests against DynamoDB Local
 
 e2e: setup ## End-to-end tests over HTTP against the local stack
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
+
+FUZZ_EXAMPLES ?= 120
+
+.PHONY: fuzz
+fuzz: setup ## Fuzz the API from docs/openapi.yaml on a local stack, as an admin: at least 2,000 generated requests, no 5xx, every answer as documented (FUZZ_EXAMPLES per operation, FUZZ_SEED)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_COVERAGE=1 FUZZ_MIN_REQUESTS=2000 \
+	  $(BIN)/pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
 
 clean: ## Remove build output and caches
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis .devstack
@@ -110,3 +117,6 @@ load: setup $(VENV)/.load-installed ## A bounded load on a local stack of its ow
 
 bench-fanout: setup ## What one notifier invocation costs when a popular member's change is told in chunks (docs/streams.md): make bench-fanout ARGS="--followers 2000 --chunks 100,500,1000"
 	$(PY) -m bench.fanout $(ARGS)
+
+bench-worst: setup $(VENV)/.bench-installed ## The worst case of every route alone, next to the bound of 500 RCU (bench/worst.py; SMALL=1: 20,000 members, minutes), into bench-data/worst/
+	$(PY) -m bench.worst $(if $(SMALL),--small,)

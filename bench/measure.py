@@ -34,6 +34,7 @@ class Call:
     error: str | None = None
 
     minimum: float = 0.0  # the least DynamoDB bills this request (see ``billed_minimum``)
+    missing: float = 0.0  # what the keys of a BatchGetItem that found nothing are billed
 
     @property
     def is_read(self) -> bool:
@@ -41,7 +42,7 @@ class Call:
 
     @property
     def billed(self) -> float:
-        return max(self.capacity, self.minimum)
+        return max(self.capacity, self.minimum) + self.missing
 
 
 def billed_minimum(operation: str, params: dict[str, Any]) -> float:
@@ -52,6 +53,16 @@ def billed_minimum(operation: str, params: dict[str, Any]) -> float:
     if operation not in ("GetItem", "Query", "Scan"):
         return 0.0
     return 1.0 if params.get("ConsistentRead") else 0.5
+
+
+def batch_keys(params: dict[str, Any]) -> float:
+    """What the keys a BatchGetItem asks for are billed at the least, each as a GetItem (0.5
+    RCU, 1 consistent): DynamoDB Local reports 0 for a key that finds nothing, DynamoDB bills
+    it the minimum, so ``missing`` adds that for each key asked and not returned."""
+    return sum(
+        len(request.get("Keys", [])) * (1.0 if request.get("ConsistentRead") else 0.5)
+        for request in (params.get("RequestItems") or {}).values()
+    )
 
 
 def top_budget(k: float, shards: float) -> float:
@@ -116,6 +127,9 @@ class Recorder:
         if "ReturnConsumedCapacity" in model.input_shape.members:
             params["ReturnConsumedCapacity"] = "INDEXES"
         context["bench_minimum"] = billed_minimum(model.name, params)
+        if model.name == "BatchGetItem":
+            keys = sum(len(r.get("Keys", [])) for r in (params.get("RequestItems") or {}).values())
+            context["bench_batch"] = (keys, batch_keys(params))
 
     @staticmethod
     def _started(context: dict[str, Any], **_: Any) -> None:
@@ -126,6 +140,12 @@ class Recorder:
         capacity, on_indexes = _capacity(parsed.get("ConsumedCapacity"))
         items_read, count = _items(model.name, parsed)
         error = (parsed.get("Error") or {}).get("Code")
+        missing = 0.0
+        if model.name == "BatchGetItem" and "bench_batch" in context:
+            asked, least = context["bench_batch"]
+            unprocessed = sum(len(r.get("Keys", [])) for r in (parsed.get("UnprocessedKeys") or {}).values())
+            absent = max(0, asked - unprocessed - items_read)
+            missing = least / asked * absent if asked else 0.0
         call = Call(
             operation=model.name,
             started=float(context.get("bench_started", ended)),
@@ -136,6 +156,7 @@ class Recorder:
             count=count,
             error=error,
             minimum=float(context.get("bench_minimum", 0.0)),
+            missing=missing,
         )
         with self._lock:
             self._calls.append(call)

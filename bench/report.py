@@ -421,6 +421,19 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
                 _verdict(cold["max_fastest_ratio"] <= 1.3),
             ]
         )
+    measured = results.get("worst")
+    if measured and measured.get("rows"):
+        per_route = _worst_per_route(measured)
+        over = [row for row in per_route if row["rcu"] > measured["boundRcu"]]
+        heaviest = max(per_route, key=lambda row: float(row["rcu"]))
+        lines.append(
+            [
+                f"no single request reads more than {_number(measured['boundRcu'])} RCU",
+                f"{len(per_route) - len(over)} of {len(per_route)} routes within it at their worst; the "
+                f"heaviest: {heaviest['route']}, {_number(heaviest['rcu'])} RCU (see Worst case per route)",
+                _verdict(not over),
+            ]
+        )
     checks = results["checks"]
     agreed = sum(1 for check in checks if check["ok"])
     lines.append(
@@ -431,6 +444,93 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
         ]
     )
     return _table(["target", "measured in this run", ""], lines)
+
+
+def _worst_per_route(worst: dict[str, Any]) -> list[Row]:
+    """Each route's costliest case, in the order the routes were measured."""
+    found: dict[str, Row] = {}
+    for row in worst["rows"]:
+        if row["route"] not in found or float(row["rcu"]) > float(found[row["route"]]["rcu"]):
+            found[row["route"]] = row
+    return list(found.values())
+
+
+def _board(row: Row) -> str:
+    if row.get("members") is None:
+        return "-"
+    return f"{row['members']:,} members, {row['shards']} shard{'s' if row['shards'] != 1 else ''}"
+
+
+def _exact(row: Row) -> str:
+    return "-" if row.get("exact") is None else ("yes" if row["exact"] else "**no**")
+
+
+def worst_table(worst: dict[str, Any]) -> list[str]:
+    """The table "Worst case per route": each route's costliest case measured by
+    ``bench.worst``, next to the bound."""
+    bound = float(worst["boundRcu"])
+    return _table(
+        ["route", "its worst case", "board", "RCU", "requests", "round trips", "exact", "bound"],
+        (
+            [
+                f"`{row['route']}`",
+                row["case"],
+                _board(row),
+                _number(row["rcu"]),
+                _number(row["requests"]),
+                _number(row["rounds"]),
+                _exact(row),
+                f"{_number(bound)} RCU: " + ("met" if float(row["rcu"]) <= bound else "**not met**"),
+            ]
+            for row in _worst_per_route(worst)
+        ),
+    )
+
+
+def worst_cases(worst: dict[str, Any]) -> list[str]:
+    """Every case ``bench.worst`` measured."""
+    return _table(
+        ["route", "case", "board", "RCU", "items read", "requests", "round trips", "ms", "exact"],
+        (
+            [
+                f"`{row['route']}`",
+                row["case"],
+                _board(row),
+                _number(row["rcu"]),
+                _number(row["itemsRead"]),
+                _number(row["requests"]),
+                _number(row["rounds"]),
+                _ms(row["ms"]),
+                _exact(row),
+            ]
+            for row in worst["rows"]
+        ),
+    )
+
+
+def _worst_section(results: dict[str, Any]) -> list[str]:
+    worst = results.get("worst")
+    if not worst or not worst.get("rows"):
+        return []
+    plan = worst["plan"]
+    out = ["## Worst case per route", ""]
+    out += [
+        f"`bench/worst.py` builds what makes each route read the most (boards of {plan['members']:,} members "
+        f"on {' and '.join(str(s) for s in plan['shards'])} shards, 100 members with 64 KiB of `data`, "
+        f"{plan['pending_events']:,} events not yet "
+        "folded, inboxes and snapshot lists with expired items not yet removed, a member followed by "
+        f"{plan['followers']:,}) and sends each route's worst request; docs/capacity.md explains the "
+        f"bound. Each route's costliest case, next to the bound of {_number(worst['boundRcu'])} RCU a "
+        "request:",
+        "",
+        *worst_table(worst),
+        "",
+        "Every case measured (`python -m bench.worst` measures them alone):",
+        "",
+        *worst_cases(worst),
+        "",
+    ]
+    return out
 
 
 def _grown_bound(grown: dict[str, Any], pattern: str) -> float:
@@ -634,6 +734,9 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "BENCH_CHURN_S=0 make bench          # skip top-k while scores change (60 s a board by default)",
         "python -m bench --coldstart-only    # measure cold start again into the last results, rewrite",
         "python -m bench --probe-only        # one request of each kind again into the last results, rewrite",
+        "python -m bench --worst-only        # each route's worst case again into the last results, rewrite",
+        "python -m bench.worst --small       # the worst cases alone, 20,000 members, into bench-data/worst/",
+        "BENCH_WORST_MEMBERS=200000 make bench # the worst cases' boards (1,000,000 by default; 0: none)",
         "```",
         "",
         "`make bench` installs what it needs: the packages of `requirements-bench.txt` into `.venv`, and "
@@ -835,6 +938,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         ]
     out += ["", *_churn_section(results)]
     out += ["", *_grown_section(results)]
+    out += ["", *_worst_section(results)]
     out += ["", "## Rank", ""]
     out += [
         "- **naive**: the references' pattern: read the member's score, then `Select=COUNT` of every entry "
@@ -882,7 +986,6 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
             [
                 row["what"],
                 str(row["shards"]),
-                _number(row["wcu"]),
                 _number(row["rcu"]),
                 _number(row["indexUnits"]),
                 _number(row["requests"]),

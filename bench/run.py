@@ -20,7 +20,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from bench import churn, grown, load, probe, redis_ref
+from bench import churn, grown, load, probe, redis_ref, worst
 from bench.measure import Recorder, Sample, percentile, summarise
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
@@ -66,6 +66,8 @@ class Plan:
     churn_plan: churn.ChurnPlan = field(default_factory=churn.ChurnPlan)
     # A board grown through the API and read while writers run (bench/grown.py); members 0: none.
     grown_plan: grown.GrownPlan = field(default_factory=grown.GrownPlan)
+    # The worst case of every route (bench/worst.py); members 0: not measured.
+    worst_plan: worst.WorstPlan = field(default_factory=worst.WorstPlan)
     out: Path = ROOT / "docs"
     data: Path = DATA
 
@@ -82,8 +84,12 @@ class Plan:
             members=int(os.environ.get("BENCH_GROWN_MEMBERS", "3000" if quick else "20000")),
             churn_s=churn_seconds,
         )
+        worst_plan = worst.WorstPlan.small() if quick else worst.WorstPlan()
+        worst_plan.members = int(os.environ.get("BENCH_WORST_MEMBERS", "5000" if quick else "1000000"))
         if quick:
+            worst_plan.runs = 1
             return cls(
+                worst_plan=worst_plan,
                 grown_plan=grown_plan,
                 churn_plan=churn.ChurnPlan(members=3_000, seconds=churn_seconds, shards=(10,)),
                 big_size=int(os.environ.get("BENCH_BIG_MEMBERS", "0")),
@@ -100,6 +106,7 @@ class Plan:
         big = int(os.environ.get("BENCH_BIG_MEMBERS", "1000000"))
         big_budget = float(os.environ.get("BENCH_BIG_BUDGET_S", "600"))
         return cls(
+            worst_plan=worst_plan,
             grown_plan=grown_plan,
             sizes=sizes,
             budget_s=budget,
@@ -135,6 +142,7 @@ class Context:
     probes: list[dict[str, Any]] = field(default_factory=list)
     churn: list[dict[str, Any]] = field(default_factory=list)
     grown: dict[str, Any] | None = None
+    worst: dict[str, Any] | None = None
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -529,6 +537,26 @@ def measure_cold_start() -> dict[str, Any] | None:
     return {"result": result, "markdown": table(result) if table else None}
 
 
+def measure_worst(plan: worst.WorstPlan, data: Path) -> dict[str, Any] | None:
+    """The worst case of every route (``bench/worst.py``), on a DynamoDB Local of its own:
+    what ``--worst-only`` refreshes without the whole run."""
+    import boto3
+    from botocore.config import Config
+
+    if plan.members <= 0:
+        return None
+    use_local_credentials()
+    print(f"measuring the worst case of every route (bench/worst.py, {plan.members:,} members) ...")
+    dynamodb = DynamoDBLocal.start(log_path=data / "dynamodb-local-worst.log")
+    try:
+        config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=128)
+        client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+        loader = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+        return worst.run(client, loader, create_tables(loader, "worst-"), plan)
+    finally:
+        dynamodb.stop()
+
+
 def measure_probes(data: Path) -> list[dict[str, Any]]:
     """One request of each kind the service sends, on a DynamoDB Local of its own
     (``bench/probe.py``): what ``--probe-only`` refreshes without the whole run."""
@@ -617,6 +645,14 @@ def run(plan: Plan) -> dict[str, Any]:
         if plan.big_size > ctx.loaded and plan.big_shards in plan.shards and stopped is None:
             grow_big(ctx, plan)
             save(ctx, plan, begun, stopped, None)
+        ctx.worst = measure_worst(plan.worst_plan, plan.data)
+        for row in (ctx.worst or {}).get("rows", []):
+            if row["exact"] is not None:
+                check = f"worst case, {row['route']}: {row['case']}: service == sorted list"
+                ctx.checks.append(
+                    {"check": check, "size": row["members"] or 0, "shards": row["shards"], "ok": row["exact"]}
+                )
+        save(ctx, plan, begun, stopped, None)
         if plan.churn_plan.seconds > 0:
             streams = boto3.client("dynamodbstreams", endpoint_url=dynamodb.endpoint, config=config)
             churn_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
@@ -668,6 +704,7 @@ def save(
         "probes": ctx.probes,
         "churn": ctx.churn,
         "grown": ctx.grown,
+        "worst": ctx.worst,
         "churnPlan": {
             "members": plan.churn_plan.members,
             "seconds": plan.churn_plan.seconds,

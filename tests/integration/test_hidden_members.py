@@ -5,6 +5,7 @@ unseen, and an unhide puts it back exactly at its current score."""
 
 from __future__ import annotations
 
+import math
 import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from podium import buckets, indexreads
+from podium import buckets, cost, indexreads
 from podium.config import Settings
 from podium.dal import Database
 from podium.errors import NotFound
@@ -37,6 +38,10 @@ def bucket_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(buckets, "SPLIT_AT", 12)
     monkeypatch.setattr(buckets, "REBUILD_SIZE", 6)
     monkeypatch.setattr(indexreads, "COUNT_INDEX_UP_TO", 0)
+    # Every byte billed: the buckets, which read inside one bucket, are always the cheaper
+    # way to count, and consistent=true is always cheap enough to count the index itself.
+    monkeypatch.setattr(cost, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(cost, "READ_BOUND", math.inf)
 
 
 def deliver_twice(aggregator: Aggregator, stream: Stream) -> None:

@@ -57,8 +57,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -220,21 +221,15 @@ def upper_bound(buckets: Sequence[Bucket], index: int) -> str | None:
     return buckets[index + 1].lo if index + 1 < len(buckets) else None
 
 
-# An index entry of the ranking index is about this many bytes (measured by `make bench`);
-# a query is billed per 4 KB read, 0.5 RCU at the least, so a query that reads a few keys
-# costs as much as one that reads ~68 of them.
-ENTRY_BYTES = 60
-KEYS_PER_READ_UNIT = 4096 // ENTRY_BYTES
-
-
 @dataclass(frozen=True)
 class CountPlan:
     """How to count the index entries below each of some sorted bounds: bound ``i`` has
     ``counted[i]`` entries in the buckets wholly below it, plus the entries of
     ``reads[within[i]]`` from its own bucket's start (``starts[i]``) up to it. A read is a
     range ``(lo, hi)`` from the start of a bucket up to (not including) the greatest bound
-    it serves; each bucket that holds bounds is read once, whatever the number of bounds in
-    it, and reads of nearby buckets are one read (``within[i]`` is None: nothing to read)."""
+    it serves, read on every shard; each bucket that holds bounds is read once, whatever
+    the number of bounds in it, and a read may run over several such buckets and those
+    between them (``within[i]`` is None: nothing to read)."""
 
     counted: list[int]
     reads: list[tuple[str, str]]
@@ -243,50 +238,82 @@ class CountPlan:
     # How many of the plan's bounds each read serves, and whether it spans buckets.
     serves: list[int]
     spans: list[bool]
+    # What the reads are expected to cost (``read_cost`` of their entries; 0 without one).
+    units: float = 0.0
 
 
-def plan_counts(buckets: Sequence[Bucket], bounds: Sequence[str], merge_gap: int = -1) -> CountPlan:
+ReadCost = Callable[[float], float]
+
+
+def plan_counts(
+    buckets: Sequence[Bucket], bounds: Sequence[str], read_cost: ReadCost | None = None
+) -> CountPlan:
     """The plan for the sorted ``bounds``. ``buckets`` are the board's buckets from the
     first one up to (at least) the bucket holding the greatest bound.
 
-    Two reads become one when the entries between them (the buckets in between, by their
-    counts, and the part of the last bucket read that lies past its greatest bound: about
-    its count over one more than the bounds in it) number at most ``merge_gap``: a query
-    per shard costs a read unit at the least, so the caller passes about what one more
-    round of shard queries would waste in rounding."""
+    ``read_cost(n)`` is what one read of about ``n`` index entries costs (a query on every
+    shard, each billed at least one block): the plan then groups the buckets that hold
+    bounds into the reads of least total cost, exactly (by dynamic programming over the
+    buckets in key order, since a read is a contiguous range: grouping two buckets reads
+    the buckets between them, and saves one round of per-shard minimums). A read is
+    expected to cover its buckets wholly but for the part of its last bucket past its
+    greatest bound (about the bucket's count over one more than the bounds in it). Without
+    ``read_cost`` each bucket that holds bounds is read on its own."""
     counted: list[int] = []
-    within: list[int | None] = []
     starts: list[str] = []
-    reads: list[tuple[str, str]] = []
-    serves: list[int] = []
-    spans: list[bool] = []
-    last_bucket, in_last = -1, 0
+    own: list[int | None] = []  # the bucket to read for each bound (None: nothing to read)
     running, passed = 0, 0
     for bound in bounds:
-        own = locate(buckets, bound)
-        while passed < own:
+        index = locate(buckets, bound)
+        while passed < index:
             running += buckets[passed].count
             passed += 1
         counted.append(running)
-        starts.append(buckets[own].lo)
-        if bound == buckets[own].lo:
-            within.append(None)
-            continue
-        if reads and own == last_bucket:
-            in_last += 1  # the same bucket: the read reaches further
-        else:
-            tail = buckets[last_bucket].count // (in_last + 1) if reads else 0
-            if reads and tail + sum(b.count for b in buckets[last_bucket + 1 : own]) <= merge_gap:
-                spans[-1] = True
-            else:
-                reads.append((buckets[own].lo, bound))
-                serves.append(0)
-                spans.append(False)
-            last_bucket, in_last = own, 1
-        reads[-1] = (reads[-1][0], bound)  # the bounds are sorted
-        serves[-1] += 1
-        within.append(len(reads) - 1)
-    return CountPlan(counted, reads, within, starts, serves, spans)
+        starts.append(buckets[index].lo)
+        own.append(None if bound == buckets[index].lo else index)
+    touched = sorted({index for index in own if index is not None})
+    in_bucket = {index: sum(1 for o in own if o == index) for index in touched}
+    prefix = [0]
+    for bucket in buckets:
+        prefix.append(prefix[-1] + bucket.count)
+
+    def entries(first: int, last: int) -> float:
+        """The entries a read from bucket ``touched[first]`` through ``touched[last]`` reads."""
+        end = touched[last]
+        tail = buckets[end].count // (in_bucket[end] + 1)
+        return prefix[end + 1] - prefix[touched[first]] - tail
+
+    # best[i]: the least cost of reads covering touched[:i]; begin[i]: where its last read starts
+    best = [0.0] + [math.inf] * len(touched)
+    begin = [0] * (len(touched) + 1)
+    for last in range(len(touched)):
+        firsts = range(last + 1) if read_cost is not None else (last,)
+        for first in firsts:
+            total = best[first] + (read_cost(entries(first, last)) if read_cost is not None else 0.0)
+            if total < best[last + 1]:
+                best[last + 1], begin[last + 1] = total, first
+    groups: list[tuple[int, int]] = []
+    end = len(touched)
+    while end > 0:
+        groups.append((begin[end], end - 1))
+        end = begin[end]
+    groups.reverse()
+    reads: list[tuple[str, str]] = []
+    serves: list[int] = []
+    spans: list[bool] = []
+    read_of: dict[int, int] = {}
+    for number, (first, last) in enumerate(groups):
+        greatest = max(
+            b
+            for b, o in zip(bounds, own, strict=True)
+            if o is not None and touched[first] <= o <= touched[last]
+        )
+        reads.append((buckets[touched[first]].lo, greatest))
+        serves.append(sum(in_bucket[touched[i]] for i in range(first, last + 1)))
+        spans.append(first != last)
+        read_of.update({touched[i]: number for i in range(first, last + 1)})
+    within = [read_of[o] if o is not None else None for o in own]
+    return CountPlan(counted, reads, within, starts, serves, spans, best[-1])
 
 
 def cut(keys: Sequence[str], size: int = REBUILD_SIZE) -> list[tuple[str, int]]:

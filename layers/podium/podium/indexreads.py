@@ -7,16 +7,19 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from podium import buckets, fanout
+from podium import buckets, cost, fanout
 from podium.buckets import just_above, just_below
 from podium.keys import mirror, unmirror
 from podium.ports import IndexReader, StructureStore
 from podium.ranking import Hint, PageRequest, TopStats, gather_top
 
-# Below this many members a rank counts the index (a few RCU, and fresh at once); above
+# Up to this many members a rank counts the index (a few RCU, and fresh at once); above
 # it the score buckets bound the cost whatever the board's size (podium.buckets).
 COUNT_INDEX_UP_TO = 2 * buckets.SPLIT_AT
+# A bucket item's names, numbers and fixed key parts, besides its board, period and lower key.
+BUCKET_ITEM_BYTES = 64
 
 
 def read_keys(
@@ -77,8 +80,18 @@ def nearest(index: IndexReader, partitions: Sequence[str], key: str, limit: int,
     return [unmirror(k) for k in keys]
 
 
+@dataclass(frozen=True)
+class Counted:
+    """How many index entries sort below each bound, and what counting them read (read
+    units, estimated from the entries read: ``podium.cost``)."""
+
+    counts: list[int]
+    units: float
+
+
 class Counting:
-    """How many index entries sort below each of some sorted bounds."""
+    """How many index entries sort below each of some sorted bounds, in the cheapest exact
+    way the board's score buckets allow."""
 
     def __init__(self, index: IndexReader, structures: StructureStore) -> None:
         self.index = index
@@ -93,23 +106,52 @@ class Counting:
         total: int,
         *,
         consistent: bool = False,
-    ) -> list[int]:
-        """On a board of up to ``COUNT_INDEX_UP_TO`` members, or with ``consistent``, the
-        index is counted: that reads no more than the buckets would on a small board, and
-        it shows a write at once. On a bigger board the score buckets answer: the counts
-        of the buckets above each bound, plus the index keys of its own bucket below it,
-        each bucket read once on every shard however many bounds it holds (a COUNT when it
-        holds one). Exact as of the changes the stream has applied."""
-        if consistent or total <= COUNT_INDEX_UP_TO:
-            return self.in_index(partitions, bounds)
-        layout = self.structures.list_buckets(board_id, period, upto=max(bounds))
-        if not layout:
-            return self.in_index(partitions, bounds)
-        # Reads of nearby buckets merge while the entries between them cost less than one
-        # more round of shard queries wastes in rounding (half a read unit per query).
-        plan = buckets.plan_counts(
-            layout, bounds, merge_gap=len(partitions) * buckets.KEYS_PER_READ_UNIT // 2
+        budget: float | None = None,
+    ) -> Counted:
+        """Two exact ways, the cheaper taken:
+
+        - **the index from the top**: every entry up to the greatest bound, once, on every
+          shard (a COUNT for one bound; the keys, counted against each bound, for several).
+          It shows a write at once. A board of up to ``COUNT_INDEX_UP_TO`` members is
+          always counted so: it reads no more than the buckets would.
+        - **the score buckets**: the counts of the buckets above each bound, plus the index
+          entries of its own bucket below it, the buckets that hold bounds read in the
+          groups that cost least (``buckets.plan_counts``). Exact as of the changes the
+          stream has applied, however deep the bounds.
+
+        ``consistent`` asks for the index itself: it is counted from the top while that
+        is expected to read no more than ``budget`` read units (``cost.READ_BOUND`` unless
+        given); past that (a member deep in a big board) the buckets answer, read with
+        ``ConsistentRead`` so that every change the stream has applied counts."""
+        shards = len(partitions)
+        entry = cost.entry_bytes(board_id, period, partitions[0], bounds)
+        if total <= COUNT_INDEX_UP_TO:
+            return self.from_top(partitions, bounds, entry)
+        layout = self.structures.list_buckets(board_id, period, upto=max(bounds), consistent=consistent)
+        if not layout:  # a board whose buckets were never built
+            return self.from_top(partitions, bounds, entry)
+        listed = cost.units(
+            sum(BUCKET_ITEM_BYTES + len(board_id) + len(period) + len(b.lo) for b in layout),
+            consistent=consistent,
         )
+
+        def read_cost(entries: float) -> float:
+            return cost.spread_units(entries, shards, entry)
+
+        plan = buckets.plan_counts(layout, bounds, read_cost)
+        last = buckets.locate(layout, max(bounds))
+        from_top = read_cost(sum(b.count for b in layout[: last + 1]))
+        budget = cost.READ_BOUND if budget is None else budget
+        if (consistent and listed + from_top <= budget) or from_top <= plan.units:
+            counted = self.from_top(partitions, bounds, entry)
+            return Counted(counted.counts, listed + counted.units)
+        return self.in_buckets(plan, partitions, bounds, entry, listed)
+
+    def in_buckets(
+        self, plan: buckets.CountPlan, partitions: list[str], bounds: list[str], entry: float, listed: float
+    ) -> Counted:
+        """Carry out a plan: each read on every shard at once (a COUNT when it serves one
+        bound in one bucket, else the keys, counted against each bound it serves)."""
         tasks = [(partition, read) for read in range(len(plan.reads)) for partition in partitions]
 
         def read_range(task: tuple[str, int]) -> int | list[str]:
@@ -120,8 +162,10 @@ class Counting:
             return self.index.keys_in_range(partition, lo, just_below(bound))
 
         found: dict[int, list[int | list[str]]] = {}
+        units = listed
         for (_, read), result in zip(tasks, fanout.gather(read_range, tasks), strict=True):
             found.setdefault(read, []).append(result)
+            units += cost.units((result if isinstance(result, int) else len(result)) * entry)
         counts = []
         for bound, counted, within, start in zip(bounds, plan.counted, plan.within, plan.starts, strict=True):
             inside = 0
@@ -131,29 +175,17 @@ class Counting:
                 else:  # only the part of the read in the bound's own bucket
                     inside += bisect_left(result, bound) - bisect_left(result, start)
             counts.append(counted + inside)
-        return counts
+        return Counted(counts, units)
 
-    def in_index(self, partitions: list[str], bounds: list[str]) -> list[int]:
-        """COUNT the index below each of the sorted ``bounds`` segment by segment (below
-        the first, then between consecutive bounds), so the items read add up to the
-        entries above the lowest bound, not to the sum of every count."""
-        segments = [(None, bounds[0])] + [
-            (bounds[i - 1], bounds[i]) for i in range(1, len(bounds)) if bounds[i] != bounds[i - 1]
-        ]
-        tasks = [(partition, segment) for segment in segments for partition in partitions]
-
-        def count(task: tuple[str, tuple[str | None, str]]) -> int:
-            partition, (low, high) = task
-            return self.index.count_range(partition, low or None, just_below(high))
-
-        counts = fanout.gather(count, tasks)
-        in_segment: dict[str, int] = {}
-        for (_, (_, high)), value in zip(tasks, counts, strict=True):
-            in_segment[high] = in_segment.get(high, 0) + value
-        result = []
-        running = 0
-        for index, bound in enumerate(bounds):
-            if index == 0 or bound != bounds[index - 1]:
-                running += in_segment[bound]
-            result.append(running)
-        return result
+    def from_top(self, partitions: list[str], bounds: list[str], entry: float) -> Counted:
+        """Count the index below each of the sorted ``bounds`` in one pass on every shard:
+        a COUNT up to the bound when there is one, else the keys up to the greatest, each
+        bound counted among them. It reads the entries above the greatest bound once,
+        whatever the number of bounds."""
+        highest = just_below(bounds[-1])
+        if bounds[0] == bounds[-1]:
+            found = fanout.gather(lambda p: self.index.count_range(p, None, highest), partitions)
+            return Counted([sum(found)] * len(bounds), sum(cost.units(n * entry) for n in found))
+        pages = fanout.gather(lambda p: self.index.keys_in_range(p, None, highest), partitions)
+        counts = [sum(bisect_left(page, bound) for page in pages) for bound in bounds]
+        return Counted(counts, sum(cost.units(len(page) * entry) for page in pages))

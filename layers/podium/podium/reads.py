@@ -9,18 +9,19 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from podium import cursors, keys, numbers
+from podium import cost, cursors, keys, numbers
 from podium import head as heads
 from podium.boards import BoardService
 from podium.buckets import just_above
 from podium.errors import NotFound, ValidationError
 from podium.fanout import together
-from podium.indexreads import Counting, nearest, top_keys
+from podium.indexreads import Counted, Counting, nearest, top_keys
 from podium.keys import RankOrder
 from podium.models import Board, IndexEntry, Page, RankedEntry, ScoreState, View
 from podium.periods import ALL_TIME
 from podium.ports import BoardStore, IndexReader, MemberStore, StructureStore
 from podium.ranking import TopStats, around_window, assign_ranks, decode
+from podium.validation import MAX_DATA_BYTES
 
 HUNDREDTH = Decimal("0.01")
 # A page with data stays under 5 MiB (API Gateway and Lambda answer at most 6 MB); the
@@ -28,9 +29,15 @@ HUNDREDTH = Decimal("0.01")
 MAX_PAGE_BYTES = 5 * 1024 * 1024
 PAGE_ENVELOPE_BYTES = 16 * 1024
 MAX_DATA_CHUNK = 100  # keys in one BatchGetItem
-# The first read takes a whole BatchGetItem: a page of small profiles (the usual case) stays
-# one request; 100 profiles of 64 KiB (6.4 MB) are the most a page reads past its 5 MiB.
-FIRST_DATA_CHUNK = MAX_DATA_CHUNK
+# A profile item holds its data (at most 64 KiB of JSON text) besides its keys, names and
+# times (a 128-character board id and a 200-character member id take under 1 KiB with them):
+# a read of one is billed at most this, eventually consistent (17 blocks: 8.5 RCU).
+PROFILE_FIXED_BYTES = 128
+PROFILE_UNITS_AT_MOST = cost.units(MAX_DATA_BYTES + 1024)
+MAX_DATA_ROUNDS = 10  # BatchGetItems one page with data sends, one after the other
+# The board, the period's count, the member's score and the head, read in one BatchGetItem:
+# a few small items and a head of a few KB (12 KB with ids of 64 characters; docs/performance.md).
+VIEW_UNITS = 4.0
 SORT_KEY = re.compile(r"[!-~]{1,600}")  # printable ASCII, as sort keys are
 
 
@@ -108,9 +115,17 @@ class ReadService:
         total = view.board.member_count if period == ALL_TIME else view.period_count
         return Read(view.board, period, total, view)
 
-    def _count(self, read: Read, bounds: list[str], *, consistent: bool = False) -> list[int]:
+    def _count(
+        self, read: Read, bounds: list[str], *, consistent: bool = False, budget: float | None = None
+    ) -> Counted:
         return self.counting.below(
-            read.board.board_id, read.period, read.partitions, bounds, read.total, consistent=consistent
+            read.board.board_id,
+            read.period,
+            read.partitions,
+            bounds,
+            read.total,
+            consistent=consistent,
+            budget=budget,
         )
 
     # -- top ------------------------------------------------------------------------------
@@ -148,11 +163,12 @@ class ReadService:
         if head is not None and not consistent and after is None:
             served = head.page(limit)
             if served is not None:
-                return TopRead(self._page(read, scope, *served, with_data))
+                return TopRead(self._page(read, scope, *served, with_data, cost.READ_BOUND - VIEW_UNITS))
         hint = head.hint(after, limit) if head is not None else None
         if after is None:
             found, stats = top_keys(self.index, read.partitions, None, limit, hint)
-            return TopRead(self._page(read, scope, found[:limit], len(found) > limit, with_data), stats)
+            left = cost.READ_BOUND - VIEW_UNITS - self._spent(read, found, stats)
+            return TopRead(self._page(read, scope, found[:limit], len(found) > limit, with_data, left), stats)
         # The page's place in the listing is counted now, alongside the page's own read:
         # the entries before the cursor (and, for shared ranks, those strictly better than
         # its score) as the board stands, not as it stood when the cursor was made.
@@ -164,12 +180,27 @@ class ReadService:
         bounds = [just_above(after)]
         if not order.earliest:
             bounds.insert(0, order.score_bound(cursor_score))
-        (found, stats), counts = together(
+        # The count runs beside the page's read: it may spend what the page's read may not.
+        shards = len(read.partitions)
+        entry = cost.entry_bytes(read.board.board_id, read.period, read.partitions[0], [after])
+        page_at_most = cost.upper_units(2 * shards, (1.5 * limit + 2 * shards) * entry)
+        (found, stats), counted = together(
             lambda: top_keys(self.index, read.partitions, after, limit, hint),
-            lambda: self._count(read, bounds, consistent=consistent),
+            lambda: self._count(
+                read, bounds, consistent=consistent, budget=cost.READ_BOUND - VIEW_UNITS - page_at_most
+            ),
         )
+        counts = counted.counts
         before = Before(position=counts[-1], rank=counts[0], score=cursor_score)
-        return TopRead(self._page(read, scope, found[:limit], len(found) > limit, with_data, before), stats)
+        left = cost.READ_BOUND - VIEW_UNITS - self._spent(read, found, stats) - counted.units
+        page = self._page(read, scope, found[:limit], len(found) > limit, with_data, left, before)
+        return TopRead(page, stats)
+
+    @staticmethod
+    def _spent(read: Read, found: list[str], stats: TopStats) -> float:
+        """At most what a top read of the index cost, from the keys it read."""
+        entry = cost.entry_bytes(read.board.board_id, read.period, read.partitions[0], found[:64])
+        return cost.upper_units(stats.queries, stats.items * entry)
 
     def _page(
         self,
@@ -178,6 +209,7 @@ class ReadService:
         found: list[str],
         more: bool,
         with_data: bool,
+        budget: float | None = None,
         before: Before | None = None,
     ) -> Page:
         """The listing entries for consecutive keys, ranked: from the top, or after
@@ -194,22 +226,38 @@ class ReadService:
             entries, earliest=order.earliest, first_position=first_position, previous=previous
         )
         if with_data:
-            ranked = self._with_data(read.board.board_id, ranked)
-            if len(ranked) < len(entries):  # the body's limit: the next page goes on from here
+            left = cost.READ_BOUND - VIEW_UNITS if budget is None else budget
+            ranked = self._with_data(read.board.board_id, ranked, left)
+            if len(ranked) < len(entries):  # the body's or the reads' limit: the next page goes on from here
                 entries, more = entries[: len(ranked)], True
         next_cursor = cursors.encode(scope, entries[-1].sort_key) if more and entries else None
         return Page(entries=ranked, total=read.total, next_cursor=next_cursor)
 
-    def _with_data(self, board_id: str, ranked: list[RankedEntry]) -> list[RankedEntry]:
+    def _with_data(self, board_id: str, ranked: list[RankedEntry], budget: float) -> list[RankedEntry]:
         """The entries with their members' data, as many as fit in a body of
-        ``MAX_PAGE_BYTES``. The data is read in chunks sized by what the entries so far
-        took, so that a page of big profiles reads about what it answers, not all of
-        ``limit``'s (1,000 profiles of 64 KiB are 64 MB: thousands of read units)."""
+        ``MAX_PAGE_BYTES`` and in ``budget`` read units. A profile's size is known only once
+        it is read, so each BatchGetItem asks for no more profiles than ``budget`` still
+        covers if every one were as big as a profile can be (``PROFILE_UNITS_AT_MOST``): 57
+        profiles for a budget of about 490; a page of small profiles then goes on in a few
+        more reads (``MAX_DATA_ROUNDS`` at most), while one of big profiles stops when the
+        body is full. A page holds one entry at the least, so that the listing goes on."""
         out: list[RankedEntry] = []
-        used, chunk = 0, FIRST_DATA_CHUNK
-        while len(out) < len(ranked):
+        used, left = 0, budget
+        for _ in range(MAX_DATA_ROUNDS):
+            if len(out) == len(ranked):
+                break
+            room = MAX_PAGE_BYTES - PAGE_ENVELOPE_BYTES - used
+            by_body = room * len(out) // max(used, 1) if out else MAX_DATA_CHUNK
+            chunk = min(MAX_DATA_CHUNK, int(left // PROFILE_UNITS_AT_MOST), max(1, by_body))
+            if chunk < 1:
+                if out:
+                    break
+                chunk = 1
             part = ranked[len(out) : len(out) + chunk]
             data = self.members.get_data(board_id, [entry.member_id for entry in part])
+            for entry in part:
+                text = numbers.dumps(data.get(entry.member_id, {}))
+                left -= cost.units(len(text) + PROFILE_FIXED_BYTES + len(board_id) + len(entry.member_id))
             for entry in part:
                 full = RankedEntry(entry.rank, entry.member_id, entry.score, data.get(entry.member_id, {}))
                 size = len(numbers.dumps(full.to_json()).encode("utf-8")) + 1
@@ -217,8 +265,6 @@ class ReadService:
                     return out
                 out.append(full)
                 used += size
-            room = MAX_PAGE_BYTES - PAGE_ENVELOPE_BYTES - used
-            chunk = max(1, min(MAX_DATA_CHUNK, room * len(out) // max(used, 1)))
         return out
 
     # -- one member, a window, several members ---------------------------------------------
@@ -246,7 +292,9 @@ class ReadService:
         order = read.order
         entry = self._entry(read, member_id, read.view.score)
         bound = entry.sort_key if order.earliest else order.score_bound(entry.score)
-        better = self._count(read, [bound], consistent=consistent)[0]
+        better = self._count(
+            read, [bound], consistent=consistent, budget=cost.READ_BOUND - VIEW_UNITS
+        ).counts[0]
         rank = better + 1
         return {
             "memberId": member_id,
@@ -271,7 +319,7 @@ class ReadService:
         above, below, counts = together(
             lambda: nearest(self.index, partitions, me.sort_key, radius + 1, above=True),
             lambda: nearest(self.index, partitions, me.sort_key, radius, above=False),
-            lambda: self._count(read, bounds),
+            lambda: self._count(read, bounds).counts,
         )
         # At an end of the board the window takes more from the other side: up to 2·radius,
         # and above one more, to see whether the window's first entry opens a tie.
@@ -290,7 +338,7 @@ class ReadService:
             if first.score == me.score:
                 previous = (me.score, counts[0] + 1)
             elif take_above < len(above) and order.parse(above[take_above])[0] == first.score:
-                previous = (first.score, self._count(read, [order.score_bound(first.score)])[0] + 1)
+                previous = (first.score, self._count(read, [order.score_bound(first.score)]).counts[0] + 1)
         ranked = assign_ranks(
             window, earliest=order.earliest, first_position=counts[-1] + 1 - take_above, previous=previous
         )
@@ -309,7 +357,7 @@ class ReadService:
         if not entries:
             return []
         bounds = [e.sort_key if order.earliest else order.score_bound(e.score) for e in entries]
-        better = self._count(read, bounds)
+        better = self._count(read, bounds).counts
         return [
             RankedEntry(rank=count + 1, member_id=entry.member_id, score=entry.score)
             for entry, count in zip(entries, better, strict=True)

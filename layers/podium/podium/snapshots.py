@@ -20,10 +20,11 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from podium import cursors
+from podium.config import settings
 from podium.dal.snapshots import snapshot_sort_key
 from podium.errors import NotFound
 from podium.log import logger
@@ -167,6 +168,9 @@ def list_snapshots(
     services.boards.settings(board_id)
     scope = f"{board_id}#snapshots"
     before = cursors.decode(cursor, scope, SORT_KEY) if cursor is not None else None
-    now_s = int(datetime.now(UTC).timestamp())  # TTL: real time
-    found, last = services.db.snapshots.list_snapshots(board_id, limit, before, now_s)
+    now = datetime.now(UTC)  # TTL: real time
+    # Snapshots past the retention that DynamoDB has not removed yet are not even read: a
+    # page reads at most limit + 1 snapshots (each at most about 30 KB), however many expired.
+    since = snapshot_sort_key(now - timedelta(days=settings().snapshot_retention_days))
+    found, last = services.db.snapshots.list_snapshots(board_id, limit, before, int(now.timestamp()), since)
     return found, (cursors.encode(scope, last) if last is not None else None)

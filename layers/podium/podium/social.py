@@ -12,6 +12,9 @@ from podium.models import ENDED_FOLLOW_KEEP_US, Notification, Rivals
 from podium.ports import MemberStore, SocialStore
 
 INBOX_POSITION = re.compile(r"\d{17}#[0-9a-f]{1,64}")
+# How long the inbox keeps a notification (its TTL: the notifier's INBOX_TTL_SECONDS). A page
+# reads none older, so expired ones that DynamoDB has not removed yet cost nothing.
+INBOX_KEEP_SECONDS = 30 * 24 * 3600
 
 
 class SocialService:
@@ -60,5 +63,6 @@ class SocialService:
         scope = f"{board_id}#{member_id}#inbox"
         before = cursors.decode(cursor, scope, INBOX_POSITION) if cursor is not None else None
         now_s = int(self.boards.clock().timestamp())
-        found, last = self.social.list_notifications(board_id, member_id, limit, before, now_s, joined)
+        since = max(joined, (now_s - INBOX_KEEP_SECONDS) * 1_000_000)
+        found, last = self.social.list_notifications(board_id, member_id, limit, before, now_s, since)
         return found, (cursors.encode(scope, last) if last is not None else None)

@@ -335,3 +335,24 @@ def snapshot_from_item(board_id: str, item: Item) -> Snapshot:
         member_count=int(item["memberCount"]["N"]),
         entries=entries,
     )
+
+
+def item_bytes(item: Item) -> int:
+    """An item's size as DynamoDB bills it, near enough: its names and values (a number's
+    digits, a binary's bytes, a list's or map's members)."""
+
+    def value_bytes(value: dict[str, Any]) -> int:
+        kind, raw = next(iter(value.items()))
+        if kind in ("S", "N"):
+            return len(str(raw).encode("utf-8"))
+        if kind == "B":
+            return len(raw)
+        if kind in ("BOOL", "NULL"):
+            return 1
+        if kind == "L":
+            return 3 + sum(1 + value_bytes(member) for member in raw)
+        if kind == "M":
+            return 3 + sum(1 + len(name.encode("utf-8")) + value_bytes(v) for name, v in raw.items())
+        return sum(len(str(member).encode("utf-8")) for member in raw)  # the sets
+
+    return sum(len(name.encode("utf-8")) + value_bytes(value) for name, value in item.items())

@@ -154,20 +154,34 @@ class EventLog:
         if codes is not None and "ConditionalCheckFailed" not in codes:
             raise RuntimeError(f"the dropped events were not counted: {codes}")
 
-    def pending_events(self, board_id: str, member_id: str) -> list[LoggedEvent]:
+    def pending_events(
+        self, board_id: str, member_id: str, most: int | None = None
+    ) -> tuple[list[LoggedEvent], list[int], bool]:
         """The member's logged events not yet deleted by a fold: one consistent query per
-        bucket, concurrently; the items read are the pending events themselves."""
+        bucket, concurrently; the items read are the pending events themselves. With
+        ``most``, each bucket is read for at most that many (and one more, to tell whether
+        it holds more). Also the bytes each query read (``codecs.item_bytes``: what it is
+        billed for), and whether every bucket was read to its end."""
 
-        def bucket(index: int) -> list[LoggedEvent]:
+        def bucket(index: int) -> tuple[list[LoggedEvent], int, bool]:
             request: dict[str, Any] = {
                 "KeyConditionExpression": "pk = :p",
                 "ExpressionAttributeValues": {":p": {"S": schema.event_pk(board_id, member_id, index)}},
                 "ConsistentRead": True,
             }
-            return [
-                codecs.event_from_item(board_id, member_id, item) for item in self.tables.query_items(request)
-            ]
+            if most is not None:
+                request["Limit"] = most + 1
+            items: list[dict[str, Any]] = []
+            for response in self.tables.query_pages(request):
+                items.extend(response.get("Items", []))
+                if most is not None:
+                    if len(items) > most:
+                        break
+                    request["Limit"] = most + 1 - len(items)
+            whole = most is None or len(items) <= most
+            events = [codecs.event_from_item(board_id, member_id, item) for item in items[:most]]
+            return events, sum(codecs.item_bytes(item) for item in items), whole
 
-        return [
-            event for events in fanout.gather(bucket, list(range(schema.EVENT_BUCKETS))) for event in events
-        ]
+        read = fanout.gather(bucket, list(range(schema.EVENT_BUCKETS)))
+        events = [event for found, _, _ in read for event in found]
+        return events, [size for _, size, _ in read], all(whole for _, _, whole in read)

@@ -34,12 +34,18 @@ class Snapshots:
         return self.tables.put_if_absent(item)
 
     def list_snapshots(
-        self, board_id: str, limit: int, before_sort_key: str | None, now_s: int
+        self,
+        board_id: str,
+        limit: int,
+        before_sort_key: str | None,
+        now_s: int,
+        since_sort_key: str | None = None,
     ) -> tuple[list[Snapshot], str | None]:
         """A page of the board's snapshots, newest first, taken before ``before_sort_key``
-        (None: from the newest), and the sort key to continue before (None at the end).
-        Snapshots past their TTL that DynamoDB has not yet removed are skipped."""
+        (None: from the newest) and not before ``since_sort_key`` (None: the oldest), and the
+        sort key to continue before (None at the end). Snapshots past their TTL that
+        DynamoDB has not yet removed are skipped."""
         items, next_key = self.tables.newest_first_page(
-            schema.snapshots_pk(board_id), limit, before_sort_key, now_s
+            schema.snapshots_pk(board_id), limit, before_sort_key, now_s, since=since_sort_key
         )
         return [codecs.snapshot_from_item(board_id, item) for item in items], next_key

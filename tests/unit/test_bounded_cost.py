@@ -1,0 +1,179 @@
+"""The logic that keeps a request within its read bound, against plain lists: counts taken
+either way are exact, and a page with data never asks for more than its budget covers."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any, cast
+from unittest.mock import patch
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from podium import buckets, cost, indexreads, numbers
+from podium.indexreads import Counting
+from podium.keys import shard_of
+from podium.models import Bucket, RankedEntry
+from podium.reads import (
+    MAX_DATA_ROUNDS,
+    MAX_PAGE_BYTES,
+    PROFILE_FIXED_BYTES,
+    PROFILE_UNITS_AT_MOST,
+    ReadService,
+)
+
+
+class FakeIndex:
+    """Shards of sorted keys, read as the store reads them (bounds inclusive), counting the
+    queries and whether each started from the top of a shard."""
+
+    def __init__(self, keys: list[str], shards: int) -> None:
+        self.shards = {
+            f"b#all#{s}": sorted(k for k in keys if shard_of(k, shards) == s) for s in range(shards)
+        }
+        self.queries: list[str | None] = []  # each query's lower bound
+
+    def _range(self, partition: str, lo: str | None, hi: str | None) -> list[str]:
+        self.queries.append(lo or None)
+        return [k for k in self.shards[partition] if (not lo or k >= lo) and (hi is None or k <= hi)]
+
+    def keys_in_range(
+        self,
+        partition: str,
+        lo: str | None,
+        hi: str | None,
+        *,
+        limit: int | None = None,
+        reverse: bool = False,
+    ) -> list[str]:
+        found = self._range(partition, lo, hi)
+        return (found[::-1] if reverse else found)[:limit]
+
+    def count_range(self, partition: str, lo: str | None, hi: str | None) -> int:
+        return len(self._range(partition, lo, hi))
+
+
+class FakeStructures:
+    def __init__(self, layout: list[Bucket]) -> None:
+        self.layout = layout
+        self.listed: list[bool] = []  # each listing's ConsistentRead
+
+    def list_buckets(
+        self, board_id: str, period: str, *, upto: str | None = None, consistent: bool = False
+    ) -> list[Bucket]:
+        self.listed.append(consistent)
+        return [b for b in self.layout if upto is None or b.lo <= upto]
+
+
+keys_strategy = st.lists(
+    st.text(alphabet="0123456789abz~", min_size=1, max_size=6), min_size=1, max_size=80, unique=True
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    keys_strategy,
+    st.integers(1, 6),
+    st.lists(st.integers(0, 79), max_size=12),
+    st.lists(st.text(alphabet="0123456789abz~", min_size=1, max_size=6), min_size=1, max_size=12),
+    st.booleans(),
+    st.sampled_from([0.0, 30.0, 1e9]),
+    st.sampled_from([1, 16, 4096]),
+)
+def test_counts_are_exact_whichever_way_they_are_taken(
+    keys: list[str],
+    shards: int,
+    cuts: list[int],
+    bounds: list[str],
+    consistent: bool,
+    budget: float,
+    block: int,
+) -> None:
+    # Given a board's keys on some shards, buckets that count them exactly, blocks of any
+    # size (so either way may be the cheaper) and any budget
+    keys.sort()
+    starts = sorted({buckets.BELOW_EVERY_KEY, *(keys[i] for i in cuts if i < len(keys))})
+    layout = []
+    for number, lo in enumerate(starts):
+        hi = starts[number + 1] if number + 1 < len(starts) else None
+        layout.append(Bucket(lo, sum(1 for k in keys if k >= lo and (hi is None or k < hi)), 1))
+    bounds.sort()
+    index, structures = FakeIndex(keys, shards), FakeStructures(layout)
+    partitions = list(index.shards)
+
+    # When the entries below each bound are counted on a board past the small-board size
+    with patch.object(cost, "BLOCK_BYTES", block), patch.object(indexreads, "COUNT_INDEX_UP_TO", 0):
+        counted = Counting(cast(Any, index), cast(Any, structures)).below(
+            "b", "all", partitions, bounds, len(keys), consistent=consistent, budget=budget
+        )
+
+    # Then every count is the sorted list's
+    assert counted.counts == [bisect_left(keys, bound) for bound in bounds]
+    assert counted.units >= 0.5 * len(index.queries)
+    # and consistent=true counts the index itself whenever the budget allows it
+    assert structures.listed == [consistent]
+    if consistent and budget >= 1e9:
+        assert index.queries == [None] * shards
+
+
+def test_a_hundred_bounds_in_a_hundred_buckets_read_each_shard_once_on_a_small_board() -> None:
+    # Given 2,000 members on 100 shards (a small board: the index is counted), and 100 bounds
+    keys = [f"{n:05d}#m{n}" for n in range(2000)]
+    index = FakeIndex(keys, 100)
+    bounds = sorted(keys[n] for n in range(5, 2000, 20))
+
+    # When they are counted
+    counted = Counting(cast(Any, index), cast(Any, FakeStructures([]))).below(
+        "b", "all", list(index.shards), bounds, len(keys)
+    )
+
+    # Then exactly, in one query per shard (not one per bound and shard: 10,000)
+    assert counted.counts == [bisect_left(keys, bound) for bound in bounds]
+    assert len(index.queries) == 100
+
+
+class FakeMembers:
+    def __init__(self, sizes: dict[str, int]) -> None:
+        self.sizes = sizes
+        self.asked: list[list[str]] = []
+
+    def get_data(self, board_id: str, member_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        self.asked.append(list(member_ids))
+        return {m: {"blob": "x" * self.sizes[m]} for m in member_ids if self.sizes[m] >= 0}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([-1, 0, 10, 3000, 20_000, 64 * 1024 - 20]), min_size=1, max_size=1000),
+    st.floats(0.0, 500.0),
+)
+def test_a_page_with_data_never_asks_for_more_than_its_budget_covers(sizes: list[int], budget: float) -> None:
+    # Given members whose profiles are of any size up to 64 KiB (or missing), in any order
+    members = FakeMembers({f"m{n:04d}": size for n, size in enumerate(sizes)})
+    ranked = [RankedEntry(n + 1, f"m{n:04d}", Decimal(n)) for n in range(len(sizes))]
+    service = ReadService(
+        cast(Any, None), cast(Any, None), cast(Any, members), cast(Any, None), cast(Any, None)
+    )
+
+    # When a page with data is made within a budget
+    page = service._with_data("board", ranked, budget)
+
+    # Then it is a prefix of the listing with each member's data, under 5 MiB, holding one
+    # entry at least; each read it sent was covered by what was left of the budget had
+    # every profile asked for been as big as a profile can be, so that all it read stays
+    # within the budget (or one profile, when the budget cannot cover one)
+    assert 1 <= len(page) <= len(ranked)
+    assert [e.member_id for e in page] == [e.member_id for e in ranked[: len(page)]]
+    assert all(e.data == ({"blob": "x" * sizes[n]} if sizes[n] >= 0 else {}) for n, e in enumerate(page))
+    body = sum(len(numbers.dumps(e.to_json())) + 1 for e in page)
+    assert body < MAX_PAGE_BYTES or len(page) == 1
+    assert len(members.asked) <= MAX_DATA_ROUNDS
+
+    def billed(member: str) -> float:  # the profile item: its data, keys, names and times
+        data = {"blob": "x" * sizes[int(member[1:])]} if sizes[int(member[1:])] >= 0 else {}
+        return cost.units(len(numbers.dumps(data)) + PROFILE_FIXED_BYTES + len("board") + len(member))
+
+    read = [billed(m) for asked in members.asked for m in asked]
+    assert sum(read) <= max(budget, PROFILE_UNITS_AT_MOST)
