@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as _hypothesis_settings
 from xdist.scheduler import LoadScopeScheduling
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +34,10 @@ from devstack.processes import LocalServer  # noqa: E402
 from devstack.stack import LOCAL_CREDENTIALS, create_tables  # noqa: E402
 from podium.config import Settings  # noqa: E402
 from tests.messaging import LocalStack, QueueReader, TopicTap, stream_failures, subscribe_to_notifications  # noqa: E402
+
+# No property test is timed: speed is `make bench`'s to show, and a busy machine is no bug.
+_hypothesis_settings.register_profile("podium", deadline=None)
+_hypothesis_settings.load_profile("podium")
 
 for _key, _value in LOCAL_CREDENTIALS.items():
     os.environ[_key] = _value
