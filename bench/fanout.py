@@ -22,12 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
-from bench.measure import Recorder, Sample
-from devstack import template
+from bench.measure import Recorder, Sample, create_tables
 from devstack.dynamodb_local import DynamoDBLocal
 from devstack.stack import use_local_credentials
 from podium import keys
-from podium.config import Settings
 from podium.dal import Database, codecs, schema
 from podium.models import BoardSettings, Notification, Rivals, ScoreState
 from podium.stream.notify import Notifier
@@ -46,21 +44,6 @@ class CountingPublisher:
 
     def publish(self, notification: Notification) -> None:
         self.count += 1
-
-
-def create_tables(client: Any) -> Settings:
-    """The template's tables under a prefix of their own, without their stream: the fan-out
-    items are continued here by hand."""
-    spec = template.read(f"fanout{uuid.uuid4().hex[:6]}-")
-    for request in spec.tables().values():
-        request.pop("StreamSpecification", None)
-        client.create_table(**request)
-    for name in spec.table_names.values():
-        client.get_waiter("table_exists").wait(TableName=name)
-    return Settings(
-        table_name=spec.table_names["LeaderboardTable"],
-        idempotency_table_name=spec.table_names["IdempotencyTable"],
-    )
 
 
 def seed(db: Database, followers: int) -> None:
@@ -140,7 +123,7 @@ def main() -> None:
         )
         recorder = Recorder()
         recorder.attach(client)
-        db = Database.connect(create_tables(client), client=client)
+        db = Database.connect(create_tables(client, f"fanout{uuid.uuid4().hex[:6]}-"), client=client)
         started = time.perf_counter()
         seed(db, args.followers)
         print(f"seeded {args.followers:,} followers in {time.perf_counter() - started:.0f} s\n")

@@ -17,6 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from devstack import template
+from podium.config import Settings
+
 READ_OPERATIONS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
 
 
@@ -243,3 +246,18 @@ def summarise(samples: list[Sample]) -> dict[str, Any]:
         "p50Ms": percentile(latencies, 0.50),
         "p95Ms": percentile(latencies, 0.95),
     }
+
+
+def create_tables(client: Any, prefix: str) -> Settings:
+    """The template's tables, without their stream: nothing consumes it here, and
+    DynamoDB Local would keep every loaded item in it."""
+    spec = template.read(prefix)
+    for request in spec.tables().values():
+        request.pop("StreamSpecification", None)
+        client.create_table(**request)
+    for name in spec.table_names.values():
+        client.get_waiter("table_exists").wait(TableName=name)
+    return Settings(
+        table_name=spec.table_names["LeaderboardTable"],
+        idempotency_table_name=spec.table_names["IdempotencyTable"],
+    )

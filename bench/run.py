@@ -21,13 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import churn, grown, load, probe, redis_ref, worst
-from bench.measure import Recorder, Sample, percentile, summarise
-from devstack import template as template_module
+from bench.measure import Recorder, Sample, create_tables, percentile, summarise
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
 from devstack.stack import use_local_credentials
 from podium import fanout
 from podium.buckets import just_below
-from podium.config import Settings
 from podium.dal import Database
 from podium.keys import order_of, rank_partition_key
 from podium.models import BoardSettings, Page
@@ -464,21 +462,6 @@ def grow_big(ctx: Context, plan: Plan) -> None:
 
 
 # -- the run ----------------------------------------------------------------------------
-
-
-def create_tables(client: Any, prefix: str) -> Settings:
-    """The template's tables, without their stream: nothing consumes it here, and
-    DynamoDB Local would keep every loaded item in it."""
-    spec = template_module.read(prefix)
-    for request in spec.tables().values():
-        request.pop("StreamSpecification", None)
-        client.create_table(**request)
-    for name in spec.table_names.values():
-        client.get_waiter("table_exists").wait(TableName=name)
-    return Settings(
-        table_name=spec.table_names["LeaderboardTable"],
-        idempotency_table_name=spec.table_names["IdempotencyTable"],
-    )
 
 
 @cache

@@ -46,6 +46,16 @@ class LocalStack:
     def queue_url(self, logical_id: str = "StreamFailureQueue") -> str:
         return str(self.sqs().get_queue_url(QueueName=f"{self.table_prefix}{logical_id}")["QueueUrl"])
 
+    def queued(self, logical_id: str = "StreamFailureQueue") -> int:
+        """The messages on the queue, visible or being handled."""
+        attributes = self.sqs().get_queue_attributes(
+            QueueUrl=self.queue_url(logical_id),
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"]) + int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+
 
 @dataclass(frozen=True)
 class Message:

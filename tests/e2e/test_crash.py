@@ -33,7 +33,6 @@ from devstack.dynamodb_local import DynamoDBLocal
 from podium.config import Settings
 from tests.conftest import WORKER, StackLauncher
 from tests.helpers import decimal_json, eventually, unique_id, verify_board
-from tests.messaging import LocalStack
 
 pytestmark = pytest.mark.e2e
 
@@ -218,20 +217,10 @@ def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
             assert [e["score"] for e in head["entries"]] == expected
 
         eventually(stream_applied, timeout=60)
-        assert failures_queued(stack) == 0
+        assert stack.queued() == 0
 
         # And the consistency checker finds nothing to repair
         table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
         report = verify_board(Settings(table_name=table), board, endpoint=database.endpoint)
         assert report.ok, [d.detail for d in report.differences]
         assert report.counts["members"] == len(scores), report.counts
-
-
-def failures_queued(stack: LocalStack) -> int:
-    attributes = stack.sqs().get_queue_attributes(
-        QueueUrl=stack.queue_url(),
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]) + int(
-        attributes["ApproximateNumberOfMessagesNotVisible"]
-    )

@@ -71,17 +71,6 @@ def redrive(stack: LocalStack, dynamodb_endpoint: str, *args: str) -> subprocess
     )
 
 
-def queued(stack: LocalStack) -> int:
-    """The messages on the failure queue, visible or being handled."""
-    attributes = stack.sqs().get_queue_attributes(
-        QueueUrl=stack.queue_url(),
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]) + int(
-        attributes["ApproximateNumberOfMessagesNotVisible"]
-    )
-
-
 def peek(stack: LocalStack) -> list[dict[str, Any]]:
     """The bodies of the messages on the failure queue, left there."""
     response = stack.sqs().receive_message(
@@ -100,7 +89,7 @@ def test_a_poison_record_fixed_and_redriven_is_applied_exactly_once(
     _put(f"{url}/boards/{target}", {"operator": "increment"})
     _put(f"{url}/boards/{source}", {"rollupTo": [target]})
     _put(f"{url}/boards/{target}/members/huge", {"score": Decimal("9e29")})
-    assert queued(redrive_stack) == 0
+    assert redrive_stack.queued() == 0
 
     # When a source member's score would push it past the bound, and another member follows
     _put(f"{url}/boards/{source}/members/huge", {"score": Decimal("2e29")})
@@ -108,7 +97,7 @@ def test_a_poison_record_fixed_and_redriven_is_applied_exactly_once(
 
     # Then the poison record fails every retry and its batch details reach the queue
     def failure_queued() -> None:
-        assert queued(redrive_stack) >= 1
+        assert redrive_stack.queued() >= 1
 
     eventually(failure_queued, timeout=90)
     # And the records after it go on: the other members reach the target (a record written
@@ -119,7 +108,7 @@ def test_a_poison_record_fixed_and_redriven_is_applied_exactly_once(
     assert _get(f"{url}/boards/{target}/members/huge")["score"] == Decimal("9e29")
     messages = peek(redrive_stack)
     # (the local stack delivers every batch twice, so the record failed twice)
-    assert len(messages) == queued(redrive_stack) >= 1
+    assert len(messages) == redrive_stack.queued() >= 1
     assert len({_batch(m) for m in messages}) == 1, messages
     message = messages[0]
     info = message["DDBStreamBatchInfo"]
@@ -142,7 +131,7 @@ def test_a_poison_record_fixed_and_redriven_is_applied_exactly_once(
     assert "the consumer failed" in first.stdout
     assert _lines(first, "gone") == 1, first.stdout
     assert "make verify" in first.stdout
-    assert queued(redrive_stack) == len(messages) + 1
+    assert redrive_stack.queued() == len(messages) + 1
     assert _get(f"{url}/boards/{target}/members/huge")["score"] == Decimal("9e29")
 
     # When the cause is fixed (the target's score brought down), one more copy of the
@@ -159,7 +148,7 @@ def test_a_poison_record_fixed_and_redriven_is_applied_exactly_once(
     assert _lines(second, "discarded") == 1, second.stdout
     assert "1 record(s)" in second.stdout
     assert source in second.stdout  # the boards the records touched, to check if one wishes
-    assert queued(redrive_stack) == 0
+    assert redrive_stack.queued() == 0
     expected = Decimal("200000000000000000000000000001")  # 1 + 2e29, exactly
     assert _get(f"{url}/boards/{target}/members/huge")["score"] == expected
     eventually(lambda: _assert_member_count(url, target, 3))
