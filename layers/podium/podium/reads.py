@@ -78,6 +78,13 @@ class TopRead:
     stats: TopStats | None = None
 
 
+def at_least(total: int, position: int) -> int:
+    """``total`` as answered: the board's count, which may lag writes by a few seconds, but
+    never fewer than the members the answer itself shows to be there (the last position it
+    lists), so that no one is told "4th of 3"."""
+    return max(total, position)
+
+
 def top_percent(rank: int, total: int) -> Decimal:
     """``100 * rank / total`` rounded up to two decimals (rank 1 of 1,539 is 0.07; the last
     member is 100). ``total`` may lag writes by a few seconds: a rank past it counts as last."""
@@ -231,7 +238,8 @@ class ReadService:
             if len(ranked) < len(entries):  # the body's or the reads' limit: the next page goes on from here
                 entries, more = entries[: len(ranked)], True
         next_cursor = cursors.encode(scope, entries[-1].sort_key) if more and entries else None
-        return Page(entries=ranked, total=read.total, next_cursor=next_cursor)
+        total = at_least(read.total, first_position + len(ranked) - 1)
+        return Page(entries=ranked, total=total, next_cursor=next_cursor)
 
     def _with_data(self, board_id: str, ranked: list[RankedEntry], budget: float) -> list[RankedEntry]:
         """The entries with their members' data, as many as fit in a body of
@@ -300,7 +308,7 @@ class ReadService:
             "memberId": member_id,
             "score": entry.score,
             "rank": rank,
-            "total": read.total,
+            "total": at_least(read.total, rank),
             "topPercent": top_percent(rank, read.total),
         }
 
@@ -339,10 +347,11 @@ class ReadService:
                 previous = (me.score, counts[0] + 1)
             elif take_above < len(above) and order.parse(above[take_above])[0] == first.score:
                 previous = (first.score, self._count(read, [order.score_bound(first.score)]).counts[0] + 1)
+        first_position = counts[-1] + 1 - take_above
         ranked = assign_ranks(
-            window, earliest=order.earliest, first_position=counts[-1] + 1 - take_above, previous=previous
+            window, earliest=order.earliest, first_position=first_position, previous=previous
         )
-        return Page(entries=ranked, total=read.total)
+        return Page(entries=ranked, total=at_least(read.total, first_position + len(ranked) - 1))
 
     def ranks(
         self, board_id: str, member_ids: list[str], requested_period: str | None = None
