@@ -211,6 +211,9 @@ def decode_history(text: str) -> tuple[tuple[tuple[int, Decimal], ...], bool]:
 # A follow that ended is remembered this long, longer than a stream keeps a record (24 h),
 # so that a change read late is judged by who followed whom at its moment.
 ENDED_FOLLOW_KEEP_US = 48 * 3600 * 1_000_000
+# How long a member's inbox keeps a notification: the inbox item's TTL, and how far back a
+# page reads (expired items that DynamoDB has not removed yet cost nothing).
+INBOX_KEEP_SECONDS = 30 * 24 * 3600
 
 
 @dataclass(frozen=True)

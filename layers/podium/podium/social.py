@@ -8,13 +8,10 @@ import re
 from podium import cursors, retry
 from podium.boards import BoardService, to_microseconds
 from podium.errors import Conflict, ItemMissing, NotFound, VersionConflict
-from podium.models import ENDED_FOLLOW_KEEP_US, Notification, Rivals
+from podium.models import ENDED_FOLLOW_KEEP_US, INBOX_KEEP_SECONDS, Notification, Rivals
 from podium.ports import MemberStore, SocialStore
 
 INBOX_POSITION = re.compile(r"\d{17}#[0-9a-f]{1,64}")
-# How long the inbox keeps a notification (its TTL: the notifier's INBOX_TTL_SECONDS). A page
-# reads none older, so expired ones that DynamoDB has not removed yet cost nothing.
-INBOX_KEEP_SECONDS = 30 * 24 * 3600
 
 
 class SocialService:

@@ -37,7 +37,7 @@ from typing import Any
 from podium import fanout, keys
 from podium.config import DEFAULT_FANOUT_CHUNK_SIZE
 from podium.indexreads import read_keys
-from podium.models import BoardSettings, LeaderState, Notification, Unknown
+from podium.models import INBOX_KEEP_SECONDS, BoardSettings, LeaderState, Notification, Unknown
 from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
 from podium.ranking import merge_shards
 from podium.stream.forget import forget
@@ -50,7 +50,7 @@ from podium.stream.records import (
     score_record,
 )
 
-INBOX_TTL_SECONDS = 30 * 24 * 3600
+INBOX_TTL_SECONDS = INBOX_KEEP_SECONDS  # the inbox item's TTL: the one retention of models
 MAX_ATTEMPTS = 16
 
 log = logging.getLogger(__name__)
