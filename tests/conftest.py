@@ -100,6 +100,20 @@ def dynamodb_endpoint() -> Iterator[str]:
         yield endpoint
 
 
+@pytest.fixture
+def on_disk_dynamodb(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[DynamoDBLocal]:
+    """A DynamoDB Local of the test's own that keeps its data in a folder (``-dbPath``), so
+    that it can be killed and restarted on the same port with what it had."""
+    name = request.node.name.split("[")[0]
+    server = DynamoDBLocal.start(
+        log_path=ROOT / ".devstack" / f"test-{name}-dynamodb-local-{WORKER}.log", db_path=tmp_path / "db"
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def dynamodb_client(dynamodb_endpoint: str) -> Any:
     import boto3

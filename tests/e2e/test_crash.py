@@ -19,7 +19,6 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -31,7 +30,7 @@ import requests
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal
 from podium.config import Settings
-from tests.conftest import WORKER, StackLauncher
+from tests.conftest import StackLauncher
 from tests.helpers import decimal_json, eventually, unique_id, verify_board
 
 pytestmark = pytest.mark.e2e
@@ -49,17 +48,6 @@ CRASH_WINDOW = 1.0
 RETRY_PAUSE = 0.2
 GIVE_UP_AFTER = 60.0
 TIMEOUT = 30
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[DynamoDBLocal]:
-    server = DynamoDBLocal.start(
-        log_path=ROOT / ".devstack" / f"test-crash-dynamodb-local-{WORKER}.log", db_path=tmp_path / "db"
-    )
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @dataclass(frozen=True)
@@ -158,9 +146,9 @@ def explained(writes: list[Write], score: Decimal | None, window: tuple[float, f
 
 
 def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
-    launch_stack: StackLauncher, database: DynamoDBLocal
+    launch_stack: StackLauncher, on_disk_dynamodb: DynamoDBLocal
 ) -> None:
-    with launch_stack(name="crash", dynamodb=database.endpoint) as stack:
+    with launch_stack(name="crash", dynamodb=on_disk_dynamodb.endpoint) as stack:
         url = stack.url
         # Given a board on DynamoDB Local on disk, and writers adding members and scores
         board = unique_id("crash")
@@ -175,8 +163,8 @@ def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
         # When DynamoDB Local is killed in the middle of the writes, restarted on the same
         # port with the same files, and the writes go on
         killed = time.monotonic()
-        database.kill()
-        database.restart()
+        on_disk_dynamodb.kill()
+        on_disk_dynamodb.restart()
         restarted = time.monotonic()
         before = sum(w.acknowledged for w in writers)
         time.sleep(WRITE_SECONDS)
@@ -221,6 +209,6 @@ def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
 
         # And the consistency checker finds nothing to repair
         table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
-        report = verify_board(Settings(table_name=table), board, endpoint=database.endpoint)
+        report = verify_board(Settings(table_name=table), board, endpoint=on_disk_dynamodb.endpoint)
         assert report.ok, [d.detail for d in report.differences]
         assert report.counts["members"] == len(scores), report.counts

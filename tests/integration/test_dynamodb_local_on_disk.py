@@ -4,7 +4,6 @@ crash")."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,22 +13,10 @@ import pytest
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal
 from devstack.stack import create_tables
-from tests.conftest import WORKER
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def on_disk(tmp_path: Path) -> Iterator[DynamoDBLocal]:
-    server = DynamoDBLocal.start(
-        log_path=ROOT / ".devstack" / f"test-on-disk-dynamodb-local-{WORKER}.log", db_path=tmp_path / "db"
-    )
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _sequences(streams: Any, iterator: str) -> list[str]:
@@ -37,12 +24,12 @@ def _sequences(streams: Any, iterator: str) -> list[str]:
     return [r["dynamodb"]["SequenceNumber"] for r in records]
 
 
-def test_tables_items_and_streams_outlive_a_kill(on_disk: DynamoDBLocal) -> None:
+def test_tables_items_and_streams_outlive_a_kill(on_disk_dynamodb: DynamoDBLocal) -> None:
     # Given the template's tables on DynamoDB Local on disk, items written one by one, and
     # a shard iterator at the start of the table's stream
     spec = template_module.read("disk-")
-    client = boto3.client("dynamodb", endpoint_url=on_disk.endpoint)
-    streams = boto3.client("dynamodbstreams", endpoint_url=on_disk.endpoint)
+    client = boto3.client("dynamodb", endpoint_url=on_disk_dynamodb.endpoint)
+    streams = boto3.client("dynamodbstreams", endpoint_url=on_disk_dynamodb.endpoint)
     arn = create_tables(client, spec)["LeaderboardTable"]
     table = spec.table_names["LeaderboardTable"]
     shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
@@ -59,10 +46,10 @@ def test_tables_items_and_streams_outlive_a_kill(on_disk: DynamoDBLocal) -> None
     assert len(before) == 4
 
     # When it is killed at once (SIGKILL) and started again on the same port and files
-    port = on_disk.port
-    on_disk.kill()
-    on_disk.restart()
-    assert on_disk.port == port
+    port = on_disk_dynamodb.port
+    on_disk_dynamodb.kill()
+    on_disk_dynamodb.restart()
+    assert on_disk_dynamodb.port == port
 
     # Then every item is there, the last update included
     items = client.scan(TableName=table, ConsistentRead=True)["Items"]

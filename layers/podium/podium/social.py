@@ -8,7 +8,8 @@ import re
 from podium import cursors, retry
 from podium.boards import BoardService, to_microseconds
 from podium.errors import Conflict, ItemMissing, NotFound, VersionConflict
-from podium.models import ENDED_FOLLOW_KEEP_US, INBOX_KEEP_SECONDS, Notification, Rivals
+from podium.models import ENDED_FOLLOW_KEEP_US, Notification, Rivals
+from podium.models import INBOX_KEEP_SECONDS as INBOX_KEEP_SECONDS  # the page's horizon, named here too
 from podium.ports import MemberStore, SocialStore
 
 INBOX_POSITION = re.compile(r"\d{17}#[0-9a-f]{1,64}")
