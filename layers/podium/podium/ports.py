@@ -4,11 +4,12 @@ tests may hand the domain anything that does."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
+from podium.counttree import Count, LeafWrite, Node, NodeId, Put
 from podium.idempotency import RecordedSubmission, SubmissionKey
 from podium.models import (
     Board,
@@ -156,6 +157,42 @@ class StructureStore(Protocol):
     def replace_buckets(
         self, board_id: str, period: str, buckets: Sequence[Bucket], expires: int | None
     ) -> None: ...
+
+
+class TreeStore(Protocol):
+    """The count tree's items (``podium.counttree``): each method is one request, atomic,
+    so that the keeper's steps can interleave with other writers' in any order."""
+
+    def read_nodes(
+        self, board_id: str, period: str, ids: Iterable[NodeId], *, consistent: bool
+    ) -> dict[NodeId, Node]:
+        """The nodes found among ``ids``."""
+        ...
+
+    def plant_root(self, board_id: str, period: str, expires: int | None) -> None:
+        """An empty root leaf, unless the tree has a root."""
+        ...
+
+    def write_leaf(self, board_id: str, period: str, write: LeafWrite) -> tuple[bool, Node | None]:
+        """Carry out ``write`` on its condition: (True, the leaf after it), or (False, the
+        node as it is: None when there is none)."""
+        ...
+
+    def report(
+        self, board_id: str, period: str, parent: NodeId, level: int, counts: Mapping[str, Count]
+    ) -> tuple[bool, Node | None]:
+        """Set the children's ``counts`` (by lower end) in ``parent``, a node of ``level``
+        that has them all, each over an older ``sv`` only: (True, the parent before), or
+        (False, the node as it is: None when there is none)."""
+        ...
+
+    def replace(self, board_id: str, period: str, puts: Sequence[Put], expires: int | None) -> bool:
+        """Write the nodes whole, together, each on its condition; False when any fails."""
+        ...
+
+    def put_nodes(self, board_id: str, period: str, nodes: Sequence[Node], expires: int | None) -> None:
+        """Write the nodes whole, unconditionally (a build, on a tree nobody else writes)."""
+        ...
 
 
 class SocialStore(Protocol):

@@ -1,0 +1,95 @@
+"""Counting from the count tree (docs/count-tree.md, "Reads"): how many members sort below
+each of some keys, from the nodes on the paths from the root to the keys' leaves.
+
+The paths are guessed from the shape this process has seen (the inner nodes' children's
+bounds change only when a node splits), and their nodes read in one round: a
+BatchGetItem of their union (100 keys a request, the requests at once), a height's worth
+of items for one key, the shared upper levels once for many. Every path is checked
+(``counttree.walk``: each node holds the key, and is the child its parent names for it);
+a path the guess got wrong, or whose nodes were read at different moments across a
+split, is read again a level at a time, strongly consistent, and the shape learns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from podium.counttree import BELOW_EVERY_KEY, ROOT, Leaf, Node, NodeId, Shape, count_below, walk
+from podium.ports import TreeStore
+
+MAX_ROUNDS = 8  # reads again of paths that keep changing under the read
+SHAPES_CACHED = 64
+EMPTY = Leaf(BELOW_EVERY_KEY, None, 0, root=True)  # the tree of a board nobody has joined
+
+
+class TreeReader:
+    def __init__(self, store: TreeStore) -> None:
+        self.store = store
+        self._shapes: dict[tuple[str, str], Shape] = {}
+
+    def shape(self, board_id: str, period: str) -> Shape:
+        key = (board_id, period)
+        if key not in self._shapes and len(self._shapes) >= SHAPES_CACHED:
+            self._shapes.clear()
+        return self._shapes.setdefault(key, Shape())
+
+    def count_below(
+        self, board_id: str, period: str, bounds: Sequence[str], *, consistent: bool = False
+    ) -> list[int]:
+        """How many members sort below each bound, in the order given (``consistent``: as
+        of every report the tree has taken; else a read may be a report behind)."""
+        paths = self.paths(board_id, period, bounds, consistent=consistent)
+        return [count_below(paths[bound], bound) for bound in bounds]
+
+    def paths(
+        self, board_id: str, period: str, bounds: Sequence[str], *, consistent: bool = False
+    ) -> dict[str, list[Node]]:
+        """The checked path from the root to each bound's leaf (a tree with no root yet: an
+        empty root leaf)."""
+        shape = self.shape(board_id, period)
+        wanted = sorted(set(bounds))
+        guessed = {node_id for bound in wanted for node_id in shape.guess(bound) or [ROOT]}
+        nodes = self.store.read_nodes(board_id, period, guessed, consistent=consistent)
+        found: dict[str, list[Node]] = {}
+        for _ in range(MAX_ROUNDS):
+            disagree = self._descend(board_id, period, nodes, wanted, found)
+            shape.learn(nodes.values())
+            if not disagree:
+                return found
+            nodes, wanted = {}, disagree  # read at different moments: read again from the root
+        raise RuntimeError(f"the count tree of {board_id} kept changing under a read")
+
+    def _descend(
+        self,
+        board_id: str,
+        period: str,
+        nodes: dict[NodeId, Node],
+        bounds: list[str],
+        found: dict[str, list[Node]],
+    ) -> list[str]:
+        """Walk each bound down through ``nodes``, reading the nodes the walks need next, a
+        level at a time and strongly consistent (a guess was wrong: the shape has changed
+        lately), until every walk is complete (in ``found``) or meets nodes that disagree
+        (those bounds are returned)."""
+        pending, disagree = bounds, []
+        while pending:
+            needed: dict[NodeId, list[str]] = {}
+            for bound in pending:
+                step = walk(nodes, bound)
+                if step.complete:
+                    found[bound] = step.path
+                elif step.needs is None:
+                    disagree.append(bound)
+                else:
+                    needed.setdefault(step.needs, []).append(bound)
+            read = self.store.read_nodes(board_id, period, needed, consistent=True) if needed else {}
+            pending = []
+            for node_id, waiting in needed.items():
+                if node_id in read:
+                    pending += waiting
+                elif node_id == ROOT:  # no tree yet: nobody below any bound
+                    found.update((bound, [EMPTY]) for bound in waiting)
+                else:
+                    disagree += waiting
+            nodes.update(read)
+        return disagree
