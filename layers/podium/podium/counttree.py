@@ -426,21 +426,22 @@ class Shape:
     def forget(self) -> None:
         self.nodes.clear()
 
-    def guess(self, key: str, level: int = 0) -> list[NodeId] | None:
+    def guess(self, key: str, level: int = 0, *, partial: bool = False) -> list[NodeId] | None:
         """The ids on the path from the root to the node of ``level`` holding ``key``, as
-        far as known (None: not known that far)."""
+        far as known: None when not known that far, or (``partial``) as far as known and
+        the first node not seen."""
         path = [ROOT]
         node = self.nodes.get(ROOT)
         while node is not None and node.level >= level:
             if node.level == level:
                 return path
             if not isinstance(node, Inner) or not node.children:
-                return None
+                break
             path.append(child_for(node, key))
             if path[-1][0] == level:
                 return path
             node = self.nodes.get(path[-1])
-        return None
+        return path if partial else None
 
 
 # -- building from the index ----------------------------------------------------------------

@@ -5,9 +5,10 @@ The paths are guessed from the shape this process has seen (the inner nodes' chi
 bounds change only when a node splits), and their nodes read in one round: a
 BatchGetItem of their union (100 keys a request, the requests at once), a height's worth
 of items for one key, the shared upper levels once for many. Every path is checked
-(``counttree.walk``: each node holds the key, and is the child its parent names for it);
-a path the guess got wrong, or whose nodes were read at different moments across a
-split, is read again a level at a time, strongly consistent, and the shape learns it.
+(``counttree.walk``: each node holds the key, and is the child its parent names for it).
+Where the shape is not known that far, the rest of the path is read a level at a time,
+and the shape learns it; a path whose nodes disagree (read at different moments, across
+a split) is read again from the root, strongly consistent.
 """
 
 from __future__ import annotations
@@ -48,15 +49,16 @@ class TreeReader:
         empty root leaf)."""
         shape = self.shape(board_id, period)
         wanted = sorted(set(bounds))
-        guessed = {node_id for bound in wanted for node_id in shape.guess(bound) or [ROOT]}
+        guessed = {node_id for bound in wanted for node_id in shape.guess(bound, partial=True) or [ROOT]}
         nodes = self.store.read_nodes(board_id, period, guessed, consistent=consistent)
         found: dict[str, list[Node]] = {}
         for _ in range(MAX_ROUNDS):
-            disagree = self._descend(board_id, period, nodes, wanted, found)
+            disagree = self._descend(board_id, period, nodes, wanted, found, consistent=consistent)
             shape.learn(nodes.values())
             if not disagree:
                 return found
-            nodes, wanted = {}, disagree  # read at different moments: read again from the root
+            # read at different moments, across a split: read again from the root, consistently
+            nodes, wanted, consistent = {}, disagree, True
         raise RuntimeError(f"the count tree of {board_id} kept changing under a read")
 
     def _descend(
@@ -66,11 +68,12 @@ class TreeReader:
         nodes: dict[NodeId, Node],
         bounds: list[str],
         found: dict[str, list[Node]],
+        *,
+        consistent: bool,
     ) -> list[str]:
         """Walk each bound down through ``nodes``, reading the nodes the walks need next, a
-        level at a time and strongly consistent (a guess was wrong: the shape has changed
-        lately), until every walk is complete (in ``found``) or meets nodes that disagree
-        (those bounds are returned)."""
+        level at a time, until every walk is complete (in ``found``) or meets nodes that
+        disagree (those bounds are returned)."""
         pending, disagree = bounds, []
         while pending:
             needed: dict[NodeId, list[str]] = {}
@@ -82,12 +85,12 @@ class TreeReader:
                     disagree.append(bound)
                 else:
                     needed.setdefault(step.needs, []).append(bound)
-            read = self.store.read_nodes(board_id, period, needed, consistent=True) if needed else {}
+            read = self.store.read_nodes(board_id, period, needed, consistent=consistent) if needed else {}
             pending = []
             for node_id, waiting in needed.items():
                 if node_id in read:
                     pending += waiting
-                elif node_id == ROOT:  # no tree yet: nobody below any bound
+                elif node_id == ROOT and consistent:  # no tree yet: nobody below any bound
                     found.update((bound, [EMPTY]) for bound in waiting)
                 else:
                     disagree += waiting

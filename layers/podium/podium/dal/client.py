@@ -283,6 +283,32 @@ class Tables:
         response = self._conditional(self.client.update_item, **request)
         return None if response is None else dict(response.get("Attributes", {}))
 
+    def update_answering(
+        self, key: Item, expression: str, *, returning: str = "ALL_NEW", **rest: Any
+    ) -> tuple[bool, Item | None]:
+        """A conditional UpdateItem that answers with the item either way: (True, the item as
+        ``returning`` says: ALL_NEW after the update, ALL_OLD before it), or, when its
+        condition fails, (False, the item as the condition found it; None: no item)."""
+        from botocore.exceptions import ClientError
+
+        request = {
+            "TableName": self.table,
+            "Key": key,
+            "UpdateExpression": expression,
+            "ReturnValues": returning,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **rest,
+        }
+        try:
+            with translate_throttling():
+                response = self.client.update_item(**request)
+        except ClientError as error:
+            if not conditional_failure(error):
+                raise
+            found = (getattr(error, "response", None) or {}).get("Item")
+            return False, dict(found) if found else None
+        return True, dict(response.get("Attributes") or {})
+
     def delete_if(self, key: Item, condition: str, **rest: Any) -> bool:
         """A conditional DeleteItem; False when its condition fails."""
         request = {"Key": key, "ConditionExpression": condition, **rest}
