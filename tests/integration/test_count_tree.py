@@ -8,8 +8,9 @@ from __future__ import annotations
 import random
 import threading
 from bisect import bisect_left
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -18,13 +19,28 @@ from botocore.config import Config
 from bench.measure import Recorder, Sample
 from podium import counttree
 from podium.config import Settings
-from podium.counttree import Change, Entry, Inner, Leaf, Node, Version
+from podium.counttree import (
+    Change,
+    Count,
+    Entry,
+    Inner,
+    InOrder,
+    Leaf,
+    LeafWrite,
+    Node,
+    NodeId,
+    Put,
+    Tombstone,
+    Version,
+)
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
 from podium.dal.tree import CountTree
+from podium.ports import TreeStore
 from podium.treekeeper import Tree, TreeKeeper
 from podium.treereads import TreeReader
 from tests.helpers import unique_id
+from tests.treestore import MemoryTree
 
 pytestmark = pytest.mark.integration
 
@@ -171,6 +187,95 @@ def together(bodies: list[Callable[[], None]]) -> None:
         thread.join()
     if errors:
         raise errors[0]
+
+
+def test_the_dynamodb_store_answers_every_request_as_the_protocol_says(tree_store: CountTree) -> None:
+    # Given the same small tree in DynamoDB Local and in the in-memory model of the protocol
+    draw = random.Random(7)
+    board = unique_id("stores")
+    model = MemoryTree()
+    with small(4, 3):
+        nodes = counttree.build({f"m{i}": Entry(key(i * 10, f"m{i}"), (1, 1)) for i in range(20)})
+    for store in (tree_store, model):
+        store.put_nodes(board, "all", nodes, None)
+
+    # When the same random requests go to both: leaf writes on conditions met and not met,
+    # reports over older and newer counts, of children there and not, splits, reads
+    for step in range(400):
+        request = random_request(draw, model.nodes(board, "all"))
+        # Then both answer alike
+        assert request(tree_store, board) == request(model, board), step
+
+    # and they hold the same nodes
+    assert {counttree.ident(n): n for n in stored_nodes(tree_store, board)} == model.nodes(board, "all")
+
+
+@contextmanager
+def small(leaf_max: int, fanout: int) -> Iterator[None]:
+    saved = counttree.LEAF_MAX, counttree.FANOUT
+    counttree.LEAF_MAX, counttree.FANOUT = leaf_max, fanout
+    try:
+        yield
+    finally:
+        counttree.LEAF_MAX, counttree.FANOUT = saved
+
+
+Request = Callable[[TreeStore, str], object]
+
+
+def random_request(draw: random.Random, nodes: dict[NodeId, Node]) -> Request:
+    kind = draw.choice(["leaf", "leaf", "leaf", "report", "report", "split", "read"])
+    if kind == "leaf":
+        return random_leaf_write(draw, nodes)
+    if kind == "report":
+        return random_report(draw, nodes)
+    if kind == "split":
+        return random_split(draw, nodes)
+    ids = [*draw.sample(sorted(nodes), min(3, len(nodes))), (0, "nowhere")]
+    return lambda store, board: store.read_nodes(board, "all", ids, consistent=True)
+
+
+def random_leaf_write(draw: random.Random, nodes: dict[NodeId, Node]) -> Request:
+    node_id = draw.choice(sorted(nodes))
+    node = nodes[node_id]
+    leaf = node if isinstance(node, Leaf) else Leaf("", None, node.sv)  # an inner node refuses
+    member = draw.choice([*leaf.entries, *leaf.tombstones, f"m{draw.randrange(30)}"])
+    version = (1, draw.randint(1, 4))
+    entry = draw.choice([None, Entry(key(draw.randrange(300), member), version)])
+    stone = draw.choice([None, Tombstone(version, NOW + draw.randint(-9, 9))])
+    others = sorted(m for m in leaf.tombstones if m != member)
+    drop = tuple(draw.sample(others, draw.randint(0, len(others))))
+    expectations: list[InOrder | int] = [
+        leaf.sv,
+        leaf.sv + 1,
+        InOrder(leaf.entries.get(member), draw.choice([None, key(draw.randrange(300), member)])),
+        InOrder(Entry(key(draw.randrange(300), member), version), None),
+        InOrder(None, key(draw.randrange(300), member)),
+    ]
+    expect = draw.choice(expectations)
+    write = LeafWrite(node_id, member, entry, stone, expect, drop)
+    return lambda store, board: store.write_leaf(board, "all", write)
+
+
+def random_report(draw: random.Random, nodes: dict[NodeId, Node]) -> Request:
+    inner = [n for n in nodes.values() if isinstance(n, Inner)]
+    node = draw.choice(inner)
+    level = node.level if draw.random() < 0.8 else node.level + 1
+    los = draw.sample(sorted(node.children), draw.randint(1, len(node.children)))
+    counts = {lo: Count(draw.randrange(9), node.children[lo].sv + draw.choice([-1, 0, 1, 2])) for lo in los}
+    if draw.random() < 0.1:
+        counts["nowhere"] = Count(1, 1)
+    return lambda store, board: store.report(board, "all", counttree.ident(node), level, counts)
+
+
+def random_split(draw: random.Random, nodes: dict[NodeId, Node]) -> Request:
+    chosen = draw.sample(sorted(nodes), min(2, len(nodes)))
+    puts = [
+        Put(replace(nodes[i], sv=nodes[i].sv + 1), nodes[i].sv + draw.choice([0, 0, 0, 1])) for i in chosen
+    ]
+    fresh = Leaf(f"{draw.randrange(1000):06d}", None, 1, {}, {})
+    puts.append(Put(fresh, None) if draw.random() < 0.8 else Put(nodes[chosen[0]], None))
+    return lambda store, board: store.replace(board, "all", puts, None)
 
 
 # -- what it costs ---------------------------------------------------------------------------

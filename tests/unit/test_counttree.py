@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 
@@ -21,22 +21,16 @@ from podium import counttree
 from podium.counttree import (
     ROOT,
     Change,
-    Count,
     Entry,
     Inner,
-    InOrder,
     Leaf,
-    LeafWrite,
-    Node,
-    NodeId,
-    Put,
     Tombstone,
     decide,
     holds,
-    ident,
 )
 from podium.treekeeper import Tree, TreeKeeper
 from podium.treereads import TreeReader
+from tests.treestore import MemoryTree
 
 NOW = 1_000_000_000
 TREE = Tree("board", "all")
@@ -56,96 +50,6 @@ def small_nodes(leaf_max: int = 3, fanout: int = 3) -> Iterator[None]:
 
 def key(score: int, member: str) -> str:
     return f"{score:02d}#{member}"
-
-
-# -- an in-memory store: each method one atomic request, as DynamoDB's ------------------------
-
-
-class MemoryTree:
-    """The ``TreeStore`` protocol over a dict, each request atomic and conditional as the
-    protocol says; ``gate`` is called before each (the lock-step below waits there), and
-    ``log`` records each (what, node, whether it was applied)."""
-
-    def __init__(self, gate: Callable[[], None] = lambda: None) -> None:
-        self.items: dict[tuple[str, str, NodeId], Node] = {}
-        self.gate = gate
-        self.log: list[tuple[str, NodeId, bool]] = []
-
-    def nodes(self, board_id: str = TREE.board_id, period: str = TREE.period) -> dict[NodeId, Node]:
-        return {i[2]: n for i, n in self.items.items() if i[:2] == (board_id, period)}
-
-    def read_nodes(
-        self, board_id: str, period: str, ids: Iterable[NodeId], *, consistent: bool
-    ) -> dict[NodeId, Node]:
-        self.gate()
-        found = {i: self.items[(board_id, period, i)] for i in ids if (board_id, period, i) in self.items}
-        self.log += [("read", i, True) for i in found]
-        return found
-
-    def plant_root(self, board_id: str, period: str, expires: int | None) -> None:
-        self.gate()
-        self.items.setdefault((board_id, period, ROOT), Leaf("", None, 0, root=True))
-
-    def write_leaf(self, board_id: str, period: str, write: LeafWrite) -> tuple[bool, Node | None]:
-        self.gate()
-        node = self.items.get((board_id, period, write.leaf))
-        admitted = isinstance(node, Leaf) and admits(node, write)
-        self.log.append(("leaf", write.leaf, admitted))
-        if not isinstance(node, Leaf) or not admitted:
-            return False, node
-        entries, stones = dict(node.entries), dict(node.tombstones)
-        for found, value in ((entries, write.entry), (stones, write.tombstone)):
-            found.pop(write.member, None)
-            if value is not None:
-                found[write.member] = value  # type: ignore[assignment]
-        for member in write.drop:
-            stones.pop(member, None)
-        after = replace(node, sv=node.sv + 1, entries=entries, tombstones=stones)
-        self.items[(board_id, period, write.leaf)] = after
-        return True, after
-
-    def report(
-        self, board_id: str, period: str, parent: NodeId, level: int, counts: Mapping[str, Count]
-    ) -> tuple[bool, Node | None]:
-        self.gate()
-        node = self.items.get((board_id, period, parent))
-        admitted = (
-            isinstance(node, Inner)
-            and node.level == level
-            and all(lo in node.children and node.children[lo].sv < c.sv for lo, c in counts.items())
-        )
-        self.log.append(("report", parent, admitted))
-        if not isinstance(node, Inner) or not admitted:
-            return False, node
-        children = {**node.children, **counts}
-        self.items[(board_id, period, parent)] = replace(node, sv=node.sv + 1, children=children)
-        return True, node
-
-    def replace(self, board_id: str, period: str, puts: Sequence[Put], expires: int | None) -> bool:
-        self.gate()
-        current = [self.items.get((board_id, period, ident(put.node))) for put in puts]
-        admitted = all(
-            (node is None) if put.was is None else (node is not None and node.sv == put.was)
-            for put, node in zip(puts, current, strict=True)
-        )
-        self.log.append(("split", ident(puts[0].node), admitted))
-        if admitted:
-            self.items.update({(board_id, period, ident(put.node)): put.node for put in puts})
-        return admitted
-
-    def put_nodes(self, board_id: str, period: str, nodes: Sequence[Node], expires: int | None) -> None:
-        self.items.update({(board_id, period, ident(node)): node for node in nodes})
-
-
-def admits(leaf: Leaf, write: LeafWrite) -> bool:
-    if isinstance(write.expect, int):
-        return leaf.sv == write.expect
-    expect: InOrder = write.expect
-    if expect.was is None:
-        as_expected = write.member not in leaf.entries and write.member not in leaf.tombstones
-    else:
-        as_expected = leaf.entries.get(write.member) == expect.was
-    return as_expected and (expect.key is None or holds(leaf, expect.key))
 
 
 def leaves_of(store: MemoryTree) -> list[Leaf]:
@@ -226,6 +130,21 @@ def test_tombstones_past_keeping_are_dropped_by_a_write_decided_on_the_leaf() ->
     assert write is not None
     assert write.drop == ("x",)
     assert write.expect == here.sv
+
+
+def test_a_keeper_drops_tombstones_past_keeping_after_an_optimistic_write() -> None:
+    # Given a leaf with a tombstone left more than a day ago and one left now
+    store = MemoryTree()
+    stale = Tombstone((1, 1), NOW - counttree.TOMBSTONE_KEEP_S - 1)
+    stones = {"x": stale, "y": Tombstone((1, 1), NOW)}
+    store.put_nodes("board", "all", [Leaf("", None, 1, {}, stones, root=True)], None)
+    # When a record in the usual order writes the leaf
+    TreeKeeper(store).apply(TREE, Change("m", None, "05#m", (1, 1), NOW))
+    # Then the old tombstone is gone with a second write, the recent one kept
+    root = store.nodes()[ROOT]
+    assert isinstance(root, Leaf)
+    assert (dict(root.entries), set(root.tombstones)) == ({"m": Entry("05#m", (1, 1))}, {"y"})
+    assert [what for what, _, _ in store.log if what == "leaf"] == ["leaf", "leaf"]
 
 
 def test_a_leaf_past_its_size_is_split_even_with_few_entries() -> None:

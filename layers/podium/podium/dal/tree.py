@@ -137,7 +137,7 @@ def _leaf_condition(expect: InOrder | int, names: dict[str, str], values: dict[s
     leaves, with the key it puts within the leaf's range (an entry is always within it)."""
     if isinstance(expect, int):
         values[":sv"] = {"N": str(expect)}
-        return "#sv = :sv"
+        return "attribute_exists(#e) AND #sv = :sv"
     if expect.was is None:
         parts = ["attribute_exists(#e)", "attribute_not_exists(#e.#m)", "attribute_not_exists(#x.#m)"]
     else:
