@@ -17,7 +17,7 @@ import pytest
 from botocore.config import Config
 
 from bench.measure import Recorder, Sample
-from podium import counttree
+from podium import counttree, treebuild
 from podium.config import Settings
 from podium.counttree import (
     Change,
@@ -195,7 +195,7 @@ def test_the_dynamodb_store_answers_every_request_as_the_protocol_says(tree_stor
     board = unique_id("stores")
     model = MemoryTree()
     with small(4, 3):
-        nodes = counttree.build({f"m{i}": Entry(key(i * 10, f"m{i}"), (1, 1)) for i in range(20)})
+        nodes = treebuild.build({f"m{i}": Entry(key(i * 10, f"m{i}"), (1, 1)) for i in range(20)})
     for store in (tree_store, model):
         store.put_nodes(board, "all", nodes, None)
 
@@ -307,7 +307,7 @@ def test_a_tree_of_5000_members_reads_a_rank_and_100_ranks_within_the_bound(
     tree = Tree(board, "all")
     current = {f"p{i:05d}": key(draw.randrange(1_000_000), f"p{i:05d}") for i in range(5000)}
     entries = {m: Entry(k, (1, 1)) for m, k in current.items()}
-    metered.store.put_nodes(board, "all", counttree.build(entries), None)
+    metered.store.put_nodes(board, "all", treebuild.build(entries), None)
     keeper, reader = TreeKeeper(metered.store), TreeReader(metered.store)
     versions = dict.fromkeys(current, 1)
     bound = current["p00042"]

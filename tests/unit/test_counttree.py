@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from podium import counttree
+from podium import counttree, treebuild
 from podium.counttree import (
     ROOT,
     Change,
@@ -161,7 +161,7 @@ def test_a_built_tree_counts_like_a_sorted_list(scores: list[int], data: st.Data
     with small_nodes(4, 4):
         entries = {f"m{s}": Entry(key(s, f"m{s}"), (1, 1)) for s in scores}
         store = MemoryTree()
-        store.put_nodes("board", "all", counttree.build(entries), None)
+        store.put_nodes("board", "all", treebuild.build(entries), None)
         bounds = data.draw(st.lists(st.text("0123456789#m", max_size=5), min_size=1, max_size=40))
         # When the members below some bounds are counted, all at once and one by one
         counts = TreeReader(store).count_below("board", "all", bounds)

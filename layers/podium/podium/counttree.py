@@ -34,24 +34,22 @@ item, the upper part is a new one, and the parent gets both counts, in one trans
 root, whose item is fixed, moves its halves into two new nodes of its level and goes up one.
 
 This module decides; ``podium.treekeeper`` applies the decisions through a store
-(``podium.ports.TreeStore``, kept in DynamoDB by ``podium.dal.tree``) and
-``podium.treereads`` counts.
+(``podium.ports.TreeStore``, kept in DynamoDB by ``podium.dal.tree``), ``podium.treereads``
+counts, ``podium.treebuild`` builds a tree from its keys at once.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import TypeVar
 
 LEAF_MAX = 24  # a leaf past this many entries is split
 FANOUT = 32  # an inner node past this many children is split
 # ... or either past about this many bytes: a node read stays within one 4 KB block (0.5 RCU)
 # however long the members' ids, and a write of it at 2 WCU.
 NODE_BYTES = 2048
-BUILD_FILL = 0.75  # how full a bulk build packs its nodes: room for inserts before splits
 # Tombstones stop records older than them; the stream keeps records 24 hours, and an hour
 # more covers the clocks of the consumers and a redrive in flight.
 TOMBSTONE_KEEP_S = 25 * 3600
@@ -311,9 +309,13 @@ def node_bytes(node: Node) -> int:
 
 
 def overfull(node: Node) -> bool:
-    """Whether the node is past its limits (and can be cut: it has two parts at least)."""
-    parts, most = (len(node.entries), LEAF_MAX) if isinstance(node, Leaf) else (len(node.children), FANOUT)
-    return parts >= 2 and (parts > most or node_bytes(node) > NODE_BYTES)
+    """Whether the node is past its limits (and can be cut: it has two parts at least). A
+    leaf's tombstones do not count: both parts keep them, and they go within a day."""
+    if isinstance(node, Leaf):
+        parts, most, size = len(node.entries), LEAF_MAX, node_bytes(replace(node, tombstones={}))
+    else:
+        parts, most, size = len(node.children), FANOUT, node_bytes(node)
+    return parts >= 2 and (parts > most or size > NODE_BYTES)
 
 
 def split(node: Node, parent: Inner | None, now: int) -> list[Put]:
@@ -411,7 +413,7 @@ class Shape:
     without reading down to it. A guess is only a guess: a write along it checks its
     conditions, a read checks the nodes it reads (``walk``)."""
 
-    MOST = 8192  # nodes kept: a board of 100,000,000 members has about 130,000 inner nodes
+    MOST = 8192  # nodes kept (cleared when full): the paths a process reads most come back
 
     def __init__(self) -> None:
         self.nodes: dict[NodeId, Node] = {}
@@ -423,8 +425,13 @@ class Shape:
                     self.nodes.clear()
                 self.nodes[ident(node)] = node
 
-    def forget(self) -> None:
-        self.nodes.clear()
+    def forget(self, keys: Iterable[str] | None = None) -> None:
+        """Forget the nodes on the paths to ``keys`` (one of them was wrong), or all."""
+        for key in keys if keys is not None else []:
+            for node_id in self.guess(key, partial=True) or []:
+                self.nodes.pop(node_id, None)
+        if keys is None:
+            self.nodes.clear()
 
     def guess(self, key: str, level: int = 0, *, partial: bool = False) -> list[NodeId] | None:
         """The ids on the path from the root to the node of ``level`` holding ``key``, as
@@ -442,51 +449,3 @@ class Shape:
                 return path
             node = self.nodes.get(path[-1])
         return path if partial else None
-
-
-# -- building from the index ----------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-def build(entries: Mapping[str, Entry]) -> list[Node]:
-    """A tree over ``entries`` (member -> entry) built bottom up, every node filled to
-    ``BUILD_FILL`` of its limits: for a board whose members are loaded in bulk, or whose tree
-    is rebuilt from the index. The root is the last node."""
-    ordered = sorted(entries.items(), key=lambda item: item[1].key)
-    runs = _runs(ordered, LEAF_MAX, lambda item: len(item[0]) + len(item[1].key) + ENTRY_FIXED_BYTES)
-    level: list[Node] = []
-    for index, run in enumerate(runs):
-        lo = run[0][1].key if index else BELOW_EVERY_KEY
-        hi = runs[index + 1][0][1].key if index + 1 < len(runs) else None
-        level.append(Leaf(lo, hi, 1, dict(run), {}))
-    built: list[Node] = []
-    while len(level) > 1:
-        built += level
-        groups = _runs(level, FANOUT, lambda node: 1 + len(node.lo) + CHILD_FIXED_BYTES)
-        level = [
-            Inner(
-                group[0].level + 1,
-                group[0].lo,
-                group[-1].hi,
-                1,
-                {node.lo: Count(node.total, node.sv) for node in group},
-            )
-            for group in groups
-        ]
-    return [*built, replace(level[0], root=True)]
-
-
-def _runs(items: Sequence[T], most: int, size: Callable[[T], int]) -> list[list[T]]:
-    """``items`` in runs of ``BUILD_FILL`` of ``most`` and of the node size limit (one
-    empty run for no items)."""
-    fill, room = max(1, int(most * BUILD_FILL)), int(NODE_BYTES * BUILD_FILL)
-    runs: list[list[T]] = [[]]
-    used = NODE_FIXED_BYTES
-    for item in items:
-        if runs[-1] and (len(runs[-1]) >= fill or used + size(item) > room):
-            runs.append([])
-            used = NODE_FIXED_BYTES
-        runs[-1].append(item)
-        used += size(item)
-    return runs

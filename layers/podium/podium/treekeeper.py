@@ -120,12 +120,12 @@ class TreeKeeper:
             return
         if newest is not None:
             change = replace(change, superseded=newer(newest(), change.version))
-        for _ in range(MAX_ATTEMPTS):
+        for attempt in range(MAX_ATTEMPTS):
             try:
                 self._apply(tree, change, newest)
                 return
-            except ShapeChanged:
-                self.shape(tree).forget()
+            except ShapeChanged:  # the paths of the record, then all if that was not it
+                self.shape(tree).forget(change.touched() if attempt == 0 else None)
         raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the record")
 
     def _apply(self, tree: Tree, change: Change, newest: Newest | None) -> None:
