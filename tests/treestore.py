@@ -5,9 +5,11 @@ store compared with it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
+from podium import counttree
 from podium.counttree import ROOT, Count, Inner, InOrder, Leaf, LeafWrite, Node, NodeId, Put, holds, ident
 
 
@@ -97,3 +99,15 @@ def admits(leaf: Leaf, write: LeafWrite) -> bool:
     else:
         as_expected = leaf.entries.get(write.member) == expect.was
     return as_expected and (expect.key is None or holds(leaf, expect.key))
+
+
+@contextmanager
+def small_nodes(leaf_max: int = 3, fanout: int = 3) -> Iterator[None]:
+    """Nodes of a few parts, so that a few dozen members split leaves and inner nodes and
+    grow the root several levels."""
+    saved = counttree.LEAF_MAX, counttree.FANOUT
+    counttree.LEAF_MAX, counttree.FANOUT = leaf_max, fanout
+    try:
+        yield
+    finally:
+        counttree.LEAF_MAX, counttree.FANOUT = saved

@@ -8,8 +8,7 @@ from __future__ import annotations
 import random
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,20 +39,12 @@ from podium.ports import TreeStore
 from podium.treekeeper import Tree, TreeKeeper
 from podium.treereads import TreeReader
 from tests.helpers import unique_id
-from tests.treestore import MemoryTree
+from tests.treestore import MemoryTree, small_nodes
 
 pytestmark = pytest.mark.integration
 
 NOW = 1_900_000_000
 CONSUMERS = 4
-
-
-@pytest.fixture
-def small_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nodes of a few parts, so that a few hundred members split leaves, inner nodes and
-    the root many times while the consumers write."""
-    monkeypatch.setattr(counttree, "LEAF_MAX", 4)
-    monkeypatch.setattr(counttree, "FANOUT", 4)
 
 
 @pytest.fixture
@@ -121,8 +112,9 @@ def history(member: str, draw: random.Random) -> list[Record]:
     return records
 
 
+@small_nodes(4, 4)  # a few hundred members split leaves, inner nodes and the root many times
 def test_four_consumers_with_redeliveries_and_late_replays_count_like_a_sorted_list(
-    tree_store: CountTree, small_nodes: None
+    tree_store: CountTree,
 ) -> None:
     # Given a few hundred members' histories, each consumer the stream of its own members
     draw = random.Random(20261122)
@@ -194,7 +186,7 @@ def test_the_dynamodb_store_answers_every_request_as_the_protocol_says(tree_stor
     draw = random.Random(7)
     board = unique_id("stores")
     model = MemoryTree()
-    with small(4, 3):
+    with small_nodes(4, 3):
         nodes = treebuild.build({f"m{i}": Entry(key(i * 10, f"m{i}"), (1, 1)) for i in range(20)})
     for store in (tree_store, model):
         store.put_nodes(board, "all", nodes, None)
@@ -208,16 +200,6 @@ def test_the_dynamodb_store_answers_every_request_as_the_protocol_says(tree_stor
 
     # and they hold the same nodes
     assert {counttree.ident(n): n for n in stored_nodes(tree_store, board)} == model.nodes(board, "all")
-
-
-@contextmanager
-def small(leaf_max: int, fanout: int) -> Iterator[None]:
-    saved = counttree.LEAF_MAX, counttree.FANOUT
-    counttree.LEAF_MAX, counttree.FANOUT = leaf_max, fanout
-    try:
-        yield
-    finally:
-        counttree.LEAF_MAX, counttree.FANOUT = saved
 
 
 Request = Callable[[TreeStore, str], object]

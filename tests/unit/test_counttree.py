@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 
 import pytest
@@ -30,22 +30,10 @@ from podium.counttree import (
 )
 from podium.treekeeper import Tree, TreeKeeper
 from podium.treereads import TreeReader
-from tests.treestore import MemoryTree
+from tests.treestore import MemoryTree, small_nodes
 
 NOW = 1_000_000_000
 TREE = Tree("board", "all")
-
-
-@contextmanager
-def small_nodes(leaf_max: int = 3, fanout: int = 3) -> Iterator[None]:
-    """Nodes of a few parts, so that a few dozen members split leaves and inner nodes and
-    grow the root several levels."""
-    saved = counttree.LEAF_MAX, counttree.FANOUT
-    counttree.LEAF_MAX, counttree.FANOUT = leaf_max, fanout
-    try:
-        yield
-    finally:
-        counttree.LEAF_MAX, counttree.FANOUT = saved
 
 
 def key(score: int, member: str) -> str:

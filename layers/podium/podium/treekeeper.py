@@ -118,9 +118,9 @@ class TreeKeeper:
         for a record replayed out of the stream's order: it reads the member's score item."""
         if not change.touched():
             return
-        if newest is not None:
-            change = replace(change, superseded=newer(newest(), change.version))
         for attempt in range(MAX_ATTEMPTS):
+            if newest is not None:  # read again on every attempt: the writers go on
+                change = replace(change, superseded=newer(newest(), change.version))
             try:
                 self._apply(tree, change, newest)
                 return
