@@ -80,6 +80,19 @@ def test_followed_at_follows_the_lists_replacements() -> None:
     assert forgotten.ended == {}
 
 
+def test_follow_began_says_when_the_follow_that_held_then_began() -> None:
+    # Given ana's list: bo from t=10 to t=30, cy from t=20, then bo again from t=40
+    rivals = Rivals().replaced(["bo"], 10).replaced(["bo", "cy"], 20).replaced(["cy"], 30)
+    rivals = rivals.replaced(["cy", "bo"], 40)
+
+    # Then each moment names the start of the follow that held then (the notifier compares
+    # it with the rival's last delete), and None when none held
+    assert [rivals.follow_began("bo", t) for t in (9, 10, 29, 30, 40, 99)] == [None, 10, 10, None, 40, 40]
+    assert [rivals.follow_began("cy", t) for t in (19, 20, 99)] == [None, 20, 20]
+    assert rivals.follow_began("dee", 25) is None
+    assert Rivals(ids=("bo",)).follow_began("bo", 5) == 0  # a list from before follow times
+
+
 def test_a_list_from_before_follow_times_counts_its_rivals_as_followed_all_along() -> None:
     legacy = Rivals(ids=("bo",))
     assert legacy.followed_at("bo", 0)
