@@ -57,20 +57,22 @@ def test_a_state_read_from_an_item_without_history_knows_only_its_first_score() 
     assert later.score_at(300) == Decimal(7)
 
 
-def test_followed_at_follows_the_lists_replacements() -> None:
+def test_a_follow_counts_from_its_start_through_the_lists_replacements() -> None:
     # Given ana's list: bo from t=10, then cy added at t=20 and bo dropped at t=30
     rivals = Rivals().replaced(["bo"], 10)
     rivals = rivals.replaced(["bo", "cy"], 20)
     rivals = rivals.replaced(["cy"], 30)
 
-    # Then each follow counts from its start, and bo's ended one until its end
-    assert [rivals.followed_at("bo", t) for t in (9, 10, 29, 30)] == [False, True, True, False]
-    assert [rivals.followed_at("cy", t) for t in (19, 20, 1_000)] == [False, True, True]
-    assert not rivals.followed_at("dee", 25)
+    # Then each follow counts from its start, and bo's ended one until its end: each moment
+    # names the start of the follow that held then (the notifier compares it with the
+    # rival's last delete), or None
+    assert [rivals.follow_began("bo", t) for t in (9, 10, 29, 30)] == [None, 10, 10, None]
+    assert [rivals.follow_began("cy", t) for t in (19, 20, 1_000)] == [None, 20, 20]
+    assert rivals.follow_began("dee", 25) is None
 
     # When bo is followed again at t=40, both spans count
     again = rivals.replaced(["cy", "bo"], 40)
-    assert [again.followed_at("bo", t) for t in (15, 35, 40)] == [True, False, True]
+    assert [again.follow_began("bo", t) for t in (15, 35, 40, 99)] == [10, None, 40, 40]
     assert again.ids == ("cy", "bo")
 
     # and an ended follow is forgotten once no stream record can still be judged by it
@@ -80,19 +82,6 @@ def test_followed_at_follows_the_lists_replacements() -> None:
     assert forgotten.ended == {}
 
 
-def test_follow_began_says_when_the_follow_that_held_then_began() -> None:
-    # Given ana's list: bo from t=10 to t=30, cy from t=20, then bo again from t=40
-    rivals = Rivals().replaced(["bo"], 10).replaced(["bo", "cy"], 20).replaced(["cy"], 30)
-    rivals = rivals.replaced(["cy", "bo"], 40)
-
-    # Then each moment names the start of the follow that held then (the notifier compares
-    # it with the rival's last delete), and None when none held
-    assert [rivals.follow_began("bo", t) for t in (9, 10, 29, 30, 40, 99)] == [None, 10, 10, None, 40, 40]
-    assert [rivals.follow_began("cy", t) for t in (19, 20, 99)] == [None, 20, 20]
-    assert rivals.follow_began("dee", 25) is None
-    assert Rivals(ids=("bo",)).follow_began("bo", 5) == 0  # a list from before follow times
-
-
 def test_a_list_from_before_follow_times_counts_its_rivals_as_followed_all_along() -> None:
     legacy = Rivals(ids=("bo",))
-    assert legacy.followed_at("bo", 0)
+    assert legacy.follow_began("bo", 0) == 0

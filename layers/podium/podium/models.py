@@ -228,14 +228,10 @@ class Rivals:
     # versions): a replacement is written only over the version it read.
     version: int = 0
 
-    def followed_at(self, rival: str, moment_us: int) -> bool:
-        """Whether this member followed ``rival`` at ``moment_us``. A list written before
-        follows had times counts its rivals as followed all along."""
-        return self.follow_began(rival, moment_us) is not None
-
     def follow_began(self, rival: str, moment_us: int) -> int | None:
-        """When the follow of ``rival`` that held at ``moment_us`` began (0 for a list
-        written before follows had times); None when this member did not follow it then."""
+        """When the follow of ``rival`` that held at ``moment_us`` began; None when this member
+        did not follow it then. A list written before follows had times counts its rivals
+        as followed all along (from 0)."""
         if rival in self.ids and self.since.get(rival, 0) <= moment_us:
             return self.since.get(rival, 0)
         if rival in self.ended:
