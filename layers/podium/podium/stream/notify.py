@@ -143,7 +143,8 @@ class Notifier:
     def start_forget(self, job: FanoutJob) -> None:
         """Forget what the invocation may of a deleted member, on its profile's removal; if
         anything may be left, write the job item (only if absent) whose stream record goes
-        on, as a fan-out's does. A redelivered removal finds it and leaves the rest to it."""
+        on, as a fan-out's does. A redelivered removal does a chunk again (from the first
+        edge left; every change it makes is conditional) and leaves the rest to the item."""
         cursor, more = self._forget_chunk(job) if self.budget > 0 else (None, True)
         if more and self.social.start_fanout(job.board_id, job.member_id, job.job_id, job.body(), cursor):
             log.info("forgetting %s on %s goes on in chunks, after %s", job.member_id, job.board_id, cursor)
