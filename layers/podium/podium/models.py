@@ -229,9 +229,8 @@ class Rivals:
     version: int = 0
 
     def follow_began(self, rival: str, moment_us: int) -> int | None:
-        """When the follow of ``rival`` that held at ``moment_us`` began; None when this member
-        did not follow it then. A list written before follows had times counts its rivals
-        as followed all along (from 0)."""
+        """When the follow of ``rival`` that held at ``moment_us`` began (0 in a list from before
+        follows had times: followed all along); None when this member did not follow it then."""
         if rival in self.ids and self.since.get(rival, 0) <= moment_us:
             return self.since.get(rival, 0)
         if rival in self.ended:
