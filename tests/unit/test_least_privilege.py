@@ -32,7 +32,6 @@ invoke = test_events.invoke
 board = test_events.board
 images = test_events.images
 TABLE = "LeaderboardTable"
-IDEMPOTENCY_TABLE = "IdempotencyTable"
 TOPIC = "NotificationTopic"
 TRANSACTION_PARTS = {
     "Put": "dynamodb:PutItem",
@@ -77,16 +76,15 @@ def needed_by_code(code_dir: str) -> set[Grant]:
         if operation.service == "sns":
             grants.add((f"sns:{_camel(operation.name)}", TOPIC))
             continue
-        table = IDEMPOTENCY_TABLE if operation.client != "layer" else TABLE
         if operation.name == "transact_write_items":
-            grants |= {(TRANSACTION_PARTS[part], table) for part in transaction_parts}
+            grants |= {(TRANSACTION_PARTS[part], TABLE) for part in transaction_parts}
         elif operation.name == "query":
             if any(facts.queries_table for facts in reached):
-                grants.add(("dynamodb:Query", table))
+                grants.add(("dynamodb:Query", TABLE))
             if any(facts.queries_index for facts in reached):
-                grants.add(("dynamodb:Query", f"{table}/index/{index_name}"))
+                grants.add(("dynamodb:Query", f"{TABLE}/index/{index_name}"))
         else:
-            grants.add((f"dynamodb:{_camel(operation.name)}", table))
+            grants.add((f"dynamodb:{_camel(operation.name)}", TABLE))
     return grants
 
 
@@ -308,7 +306,7 @@ def test_what_the_sample_event_calls_is_what_the_analysis_found(
 @contextmanager
 def _recording() -> Iterator[Recorded]:
     """Record the AWS calls made inside the block: every boto3 client's requests go through
-    ``BaseClient._make_api_call`` (Powertools' client, of a session of its own, too)."""
+    ``BaseClient._make_api_call``, whichever session made the client."""
     from botocore.client import BaseClient
 
     calls: list[tuple[str, str, dict[str, Any]]] = []
