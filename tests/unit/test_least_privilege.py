@@ -222,6 +222,19 @@ def test_every_function_in_the_template_is_analysed() -> None:
         assert f"functions.{name}.app" in program().modules
 
 
+def test_every_table_of_the_template_is_one_a_function_uses() -> None:
+    # Given the DynamoDB tables the template declares
+    resources = template.load()["Resources"]
+    tables = {logical_id for logical_id, r in resources.items() if r["Type"] == "AWS::DynamoDB::Table"}
+
+    # When collecting the tables (and their indexes) the functions' code reads or writes
+    used = {resource.split("/")[0] for name in FUNCTIONS for _, resource in needed_by_code(name)}
+
+    # Then none is declared for nothing: a table no code touches is dead weight on every
+    # deploy (as the Powertools idempotency table was once its records moved)
+    assert sorted(tables - used) == []
+
+
 def test_the_authorizer_touches_no_table() -> None:
     properties = template_functions()["AuthorizerFunction"]
     assert needed_by_code("authorizer") == set()
