@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+EMPTY_DATA_BYTES = 2  # "{}", the data of a member added without any
 ORDERS = ("desc", "asc")
 OPERATORS = ("increment", "best", "set")
 TIE_BREAKS = ("shared", "earliest")
@@ -91,6 +92,8 @@ class Board:
     dropped_events: int = 0
     period: str | None = None  # a time-windowed board's current period, as the domain read it
     policy: BoardPolicy = field(default_factory=BoardPolicy)
+    # The bytes of the largest member data the board has held (None: made before it was kept)
+    largest_data: int | None = EMPTY_DATA_BYTES
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
