@@ -151,10 +151,11 @@ class ScoreState:
     # no ranking, and nothing the stream derives from the index keys, sees it.
     hidden: bool = False
     shown_at_us: int = 0  # when the member was last hidden or shown (0: never)
+    created_us: int = 0  # when this item (the member's incarnation) was made (0: not kept)
 
     @classmethod
     def first(cls, score: Decimal, reached_at_us: int, hidden: bool = False) -> ScoreState:
-        return cls(score, 1, reached_at_us, hidden=hidden)
+        return cls(score, 1, reached_at_us, hidden=hidden, created_us=reached_at_us)
 
     def then(self, score: Decimal, reached_at_us: int) -> ScoreState:
         """The state after a write of ``score``: a new score remembers this one; the same
