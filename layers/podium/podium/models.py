@@ -155,9 +155,11 @@ class ScoreState:
 
     def then(self, score: Decimal, reached_at_us: int) -> ScoreState:
         """The state after a write of ``score``: a new score remembers this one; the same
-        score (a fold that adds up to nothing) keeps its time and history."""
+        score (a fold that adds up to nothing) keeps its time and history. A new score is
+        timed after the old one even by a writer whose clock is behind (podium.stream.rollups)."""
         if score == self.score:
             return replace(self, version=self.version + 1)
+        reached_at_us = max(reached_at_us, self.reached_at_us + 1)
         held = ((self.reached_at_us, self.score), *self.history)
         kept = held
         while kept and len(encode_history(kept)) > HISTORY_CHARS:
