@@ -148,6 +148,7 @@ class ScoreState:
     # no ranking, and nothing the stream derives from the index keys, sees it.
     hidden: bool = False
     shown_at_us: int = 0  # when the member was last hidden or shown (0: never)
+    rolled_up_us: int = 0  # a ``set`` rollup target's: when the last change it took was made
 
     @classmethod
     def first(cls, score: Decimal, reached_at_us: int, hidden: bool = False) -> ScoreState:

@@ -115,6 +115,8 @@ def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: 
         attributes["rsk"] = {"S": sort_key}
     if state.shown_at_us:
         attributes["ht"] = {"N": str(state.shown_at_us)}
+    if state.rolled_up_us:
+        attributes["rt"] = {"N": str(state.rolled_up_us)}
     if state.version > 1:
         attributes["h"] = {"S": state.history_text()}
     if expires is not None:  # a period's ranking expires once it is past retainPeriods
@@ -130,7 +132,8 @@ def score_from_item(item: Item) -> ScoreState:
     history, complete = decode_history(item["h"]["S"]) if "h" in item else ((), version == 1)
     hidden = bool(item.get("hd", {}).get("BOOL", False))
     shown_at = int(item["ht"]["N"]) if "ht" in item else 0
-    return ScoreState(score, version, int(item["t"]["N"]), history, complete, hidden, shown_at)
+    rolled_up = int(item["rt"]["N"]) if "rt" in item else 0
+    return ScoreState(score, version, int(item["t"]["N"]), history, complete, hidden, shown_at, rolled_up)
 
 
 def profile_from_item(item: Item) -> dict[str, Any]:
