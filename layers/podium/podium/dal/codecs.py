@@ -120,6 +120,8 @@ def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: 
         attributes["ht"] = {"N": str(state.shown_at_us)}
     if state.created_us:
         attributes["ci"] = {"N": str(state.created_us)}
+    if state.rolled_up_us:
+        attributes["rt"] = {"N": str(state.rolled_up_us)}
     if state.version > 1:
         attributes["h"] = {"S": state.history_text()}
     if expires is not None:  # a period's ranking expires once it is past retainPeriods
@@ -136,7 +138,10 @@ def score_from_item(item: Item) -> ScoreState:
     hidden = bool(item.get("hd", {}).get("BOOL", False))
     shown_at = int(item["ht"]["N"]) if "ht" in item else 0
     created = int(item["ci"]["N"]) if "ci" in item else 0
-    return ScoreState(score, version, int(item["t"]["N"]), history, complete, hidden, shown_at, created)
+    rolled_up = int(item["rt"]["N"]) if "rt" in item else 0
+    return ScoreState(
+        score, version, int(item["t"]["N"]), history, complete, hidden, shown_at, created, rolled_up
+    )
 
 
 def profile_from_item(item: Item) -> dict[str, Any]:

@@ -48,9 +48,9 @@ class Members:
         self._data_sizes = DataSizes(tables)
 
     def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None:
-        item = self.tables.get(
-            schema.score_key(board_id, member_id, period), consistent=True, projection="s, v, t, h, hd, ht"
-        )
+        # Every attribute a write of the state puts back (``rt`` too: a rollup target's).
+        key = schema.score_key(board_id, member_id, period)
+        item = self.tables.get(key, consistent=True, projection="s, v, t, h, hd, ht, rt")
         return codecs.score_from_item(item) if item else None
 
     def get_member(
