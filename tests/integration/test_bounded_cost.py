@@ -99,6 +99,26 @@ def test_pages_with_big_and_small_data_stay_within_the_bound_and_list_everyone(
     assert listed == expected_listing(scores)
 
 
+def test_a_board_of_small_data_gives_whole_pages_with_data(service: Services, metered: Metered) -> None:
+    # Given a board of 10 shards whose 600 members hold a few bytes of data each
+    board = unique_id("small-data")
+    service.boards.put_board(board, board_request({"shards": Decimal(10)}))
+    scores = {f"m{i:03d}": Decimal(1000 - i) for i in range(600)}
+    for member, score in scores.items():
+        service.members.put_member(board, member, member_request({"score": score, "data": {"n": member}}))
+
+    # When the top 1,000 is read with data
+    page, sample = metered.read(lambda: metered.service.reads.top(board, 1000, None, True, consistent=True))
+
+    # Then one page lists all 600 with their data, within the bound: the board records
+    # that its data is small, so profiles are read 100 at a time
+    assert _ranked(page.entries) == expected_listing(scores)
+    assert all(e.data == {"n": e.member_id} for e in page.entries)
+    assert page.next_cursor is None
+    assert sample.rcu <= cost.READ_BOUND
+    assert service.boards.get_board(board).largest_data == len('{"n":"m000"}')
+
+
 def test_ranks_of_100_members_on_100_shards_count_in_one_pass(service: Services, metered: Metered) -> None:
     # Given a board of 100 shards and 300 members with tied scores
     board = unique_id("friends")

@@ -57,6 +57,23 @@ def test_a_state_read_from_an_item_without_history_knows_only_its_first_score() 
     assert later.score_at(300) == Decimal(7)
 
 
+def test_a_new_score_is_timed_after_the_one_it_replaces_whatever_the_writers_clock() -> None:
+    # Given a score written at 1,000 µs
+    first = ScoreState.first(Decimal(5), 1_000)
+
+    # When a writer whose clock is behind writes a new score, and one whose clock is
+    # ahead writes the same score again
+    behind = first.then(Decimal(7), 400)
+    again = behind.then(Decimal(7), 9_000)
+
+    # Then the new score's time follows the old one's, the history stays in order, and a
+    # score written again keeps its time
+    assert behind.reached_at_us == 1_001
+    assert behind.score_at(1_000) == Decimal(5)
+    assert behind.score_at(1_001) == Decimal(7)
+    assert again.reached_at_us == 1_001
+
+
 def test_a_follow_counts_from_its_start_through_the_lists_replacements() -> None:
     # Given ana's list: bo from t=10, then cy added at t=20 and bo dropped at t=30
     rivals = Rivals().replaced(["bo"], 10)

@@ -33,7 +33,16 @@ MAX_DATA_CHUNK = 100  # keys in one BatchGetItem
 # times (a 128-character board id and a 200-character member id take under 1 KiB with them):
 # a read of one is billed at most this, eventually consistent (17 blocks: 8.5 RCU).
 PROFILE_FIXED_BYTES = 128
-PROFILE_UNITS_AT_MOST = cost.units(MAX_DATA_BYTES + 1024)
+PROFILE_OVERHEAD_BYTES = 1024  # a profile item besides its data, at most (keys, dates)
+
+
+def profile_units(largest_data: int | None) -> float:
+    """What reading one profile can cost at most, on a board whose largest data is
+    ``largest_data`` bytes (None: not known, as big as data can be)."""
+    data = MAX_DATA_BYTES if largest_data is None else min(largest_data, MAX_DATA_BYTES)
+    return cost.units(data + PROFILE_OVERHEAD_BYTES)
+
+
 MAX_DATA_ROUNDS = 10  # BatchGetItems one page with data sends, one after the other
 # The board, the period's count, the member's score and the head, read in one BatchGetItem:
 # a few small items and a head of a few KB (12 KB with ids of 64 characters; docs/performance.md).
@@ -234,21 +243,25 @@ class ReadService:
         )
         if with_data:
             left = cost.READ_BOUND - VIEW_UNITS if budget is None else budget
-            ranked = self._with_data(read.board.board_id, ranked, left)
+            ranked = self._with_data(read.board, ranked, left)
             if len(ranked) < len(entries):  # the body's or the reads' limit: the next page goes on from here
                 entries, more = entries[: len(ranked)], True
         next_cursor = cursors.encode(scope, entries[-1].sort_key) if more and entries else None
         total = at_least(read.total, first_position + len(ranked) - 1)
         return Page(entries=ranked, total=total, next_cursor=next_cursor)
 
-    def _with_data(self, board_id: str, ranked: list[RankedEntry], budget: float) -> list[RankedEntry]:
+    def _with_data(self, board: Board, ranked: list[RankedEntry], budget: float) -> list[RankedEntry]:
         """The entries with their members' data, as many as fit in a body of
         ``MAX_PAGE_BYTES`` and in ``budget`` read units. A profile's size is known only once
         it is read, so each BatchGetItem asks for no more profiles than ``budget`` still
-        covers if every one were as big as a profile can be (``PROFILE_UNITS_AT_MOST``): 57
-        profiles for a budget of about 490; a page of small profiles then goes on in a few
-        more reads (``MAX_DATA_ROUNDS`` at most), while one of big profiles stops when the
-        body is full. A page holds one entry at the least, so that the listing goes on."""
+        covers if every one were as big as the board's largest data (``largestData``, kept
+        by every write of data): on a board of small data, 100 profiles a read (half a unit
+        each), and a page of 1,000 in ten reads; on a board that holds 64 KiB of data
+        somewhere, 57 profiles for a budget of about 490, and the page goes on in a few
+        more reads (``MAX_DATA_ROUNDS`` at most), or stops when the body is full. A page
+        holds one entry at the least, so that the listing goes on."""
+        board_id = board.board_id
+        at_most = profile_units(board.largest_data)
         out: list[RankedEntry] = []
         used, left = 0, budget
         for _ in range(MAX_DATA_ROUNDS):
@@ -256,7 +269,7 @@ class ReadService:
                 break
             room = MAX_PAGE_BYTES - PAGE_ENVELOPE_BYTES - used
             by_body = room * len(out) // max(used, 1) if out else MAX_DATA_CHUNK
-            chunk = min(MAX_DATA_CHUNK, int(left // PROFILE_UNITS_AT_MOST), max(1, by_body))
+            chunk = min(MAX_DATA_CHUNK, int(left // at_most), max(1, by_body))
             if chunk < 1:
                 if out:
                     break

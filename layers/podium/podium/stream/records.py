@@ -39,6 +39,10 @@ class ScoreRecord:
     # The member is hidden after the change: its item has no index keys, and its change
     # is seen by no ranking and told to no one.
     hidden: bool = False
+    # Where the change stands among its member's changes, also across a delete and a new
+    # start: (when the item was made, its version after the change); a removal comes one
+    # version after the item it removes. Records of one item compare in the order written.
+    version: tuple[int, int] = (0, 0)
 
     @property
     def changed(self) -> bool:
@@ -93,7 +97,14 @@ def score_record(record: Record) -> ScoreRecord | None:
         changed_us=int(reached) if reached is not None else int(approximate * 1_000_000),
         written_us=int(max(_number(new_image, "t") or 0, _number(old_image, "t") or 0)),
         hidden=hidden,
+        version=_version(new_image, old_image),
     )
+
+
+def _version(new_image: Record | None, old_image: Record | None) -> tuple[int, int]:
+    image, after = (new_image, 0) if new_image else (old_image, 1)
+    created, version = _number(image, "ci"), _number(image, "v")
+    return int(created or 0), int(version or 0) + after
 
 
 def _shown(image: Record | None, flag: str) -> int:
