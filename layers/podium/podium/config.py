@@ -11,8 +11,8 @@ from functools import cache
 
 DEFAULT_SHARD_QUERY_CONCURRENCY = 100  # every shard of a board (at most 100) at once
 DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
-# The followers one notifier invocation tells of score changes, at most (docs/streams.md,
-# "Popular members: the fan-out in chunks", for why 500).
+# The followers one notifier invocation tells of score changes, or forgets a deleted member
+# in, at most (docs/streams.md, "Popular members: the fan-out in chunks", for why 500).
 DEFAULT_FANOUT_CHUNK_SIZE = 500
 MAX_FANOUT_CHUNK_SIZE = 5000
 _PROCESS_CURSOR_KEY = secrets.token_urlsafe(32)

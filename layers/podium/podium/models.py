@@ -232,15 +232,15 @@ class Rivals:
     # versions): a replacement is written only over the version it read.
     version: int = 0
 
-    def followed_at(self, rival: str, moment_us: int) -> bool:
-        """Whether this member followed ``rival`` at ``moment_us``. A list written before
-        follows had times counts its rivals as followed all along."""
+    def follow_began(self, rival: str, moment_us: int) -> int | None:
+        """When the follow of ``rival`` that held at ``moment_us`` began (0 in a list from before
+        follows had times: followed all along); None when this member did not follow it then."""
         if rival in self.ids and self.since.get(rival, 0) <= moment_us:
-            return True
+            return self.since.get(rival, 0)
         if rival in self.ended:
             began, ended = self.ended[rival]
-            return began <= moment_us < ended
-        return False
+            return began if began <= moment_us < ended else None
+        return None
 
     def replaced(self, ids: list[str], now_us: int) -> Rivals:
         """The list after replacing it by ``ids`` at ``now_us``: a rival kept keeps its
