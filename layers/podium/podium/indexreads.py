@@ -257,8 +257,9 @@ class Near:
     below: list[str]
 
 
-# A board whose whole index costs no more than this many blocks a shard is read whole for
-# ``around``: no less than the count above the member and the keys below it cost at least.
+# A board whose index is expected to fit in this many 4 KB blocks a shard is read whole for
+# ``around``: one query a shard, billed no more than the count above the member and the
+# keys below it are billed at the least (a block each).
 WHOLE_LISTING_BLOCKS = 2
 
 
@@ -269,8 +270,8 @@ def listing_near(
     takes up to ``2·radius`` keys from one side when the other side is short. Exact, in
     the fewest reads:
 
-    - a board whose index is expected to cost no more than ``WHOLE_LISTING_BLOCKS``
-      blocks a shard is read whole, one query a shard (the least any read of it costs);
+    - a board whose index is expected to fit in ``WHOLE_LISTING_BLOCKS`` blocks a shard
+      is read whole, one query a shard;
     - else the count of the keys before ``key`` keeps the keys it reads (``keep``): the
       index from the top has all of them, a score bucket those from its start, and
       usually the window's. Beside it, the ``2·radius`` nearest keys below are gathered
