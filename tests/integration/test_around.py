@@ -132,18 +132,18 @@ def test_a_window_on_a_small_board_costs_what_a_rank_costs(
         _, rank_cost = metered.read(lambda m=member: reads.rank(board, m))  # type: ignore[misc]
 
         # Then the window is exact, read in one query a shard after the board and the
-        # score (its index is read whole), as the rank is: no more requests, round trips
-        # or read units, at the top, in the middle and at the bottom alike
+        # score (its index is read whole), as the rank is: no more requests or read units,
+        # at the top, in the middle and at the bottom alike (round trips, which depend on
+        # timing here, are bench/around.py's to show)
         start = min(max(0, position - 5), 100 - 11)
         assert [(e.rank, e.member_id) for e in window_read.entries] == [
             (start + n + 1, ids[start + n]) for n in range(11)
         ]
         assert around_cost.requests == 1 + 4 == rank_cost.requests
-        assert around_cost.rounds == 2 == rank_cost.rounds
         assert around_cost.rcu <= rank_cost.rcu
 
 
-def test_a_window_on_a_counted_board_costs_a_rank_and_one_query_a_shard(
+def test_a_window_on_a_bucketed_board_costs_a_rank_and_one_query_a_shard(
     service: Services, store: Database, metered: Metered, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a board of 300 members on 5 shards whose index is too big to read whole (in
@@ -162,12 +162,13 @@ def test_a_window_on_a_counted_board_costs_a_rank_and_one_query_a_shard(
         window_read, around_cost = metered.read(lambda m=member: reads.around(board, m, 5))  # type: ignore[misc]
         _, rank_cost = metered.read(lambda m=member: reads.rank(board, m))  # type: ignore[misc]
 
-        # Then each window is exact, and costs the rank's reads and the keys below it (one
-        # query a shard, two rounds at most): the keys above come with the count (the
-        # member's bucket holds enough of them), and a window at an end needs no more
+        # Then each window is exact, and costs the rank's reads and the keys below it, one
+        # query a shard of the least billed size (one round is enough on this board): the
+        # keys above come with the count (the member's bucket holds enough of them), and a
+        # window at an end of the board needs no more
         start = min(max(0, position - 5), 300 - 11)
         assert [(e.rank, e.member_id) for e in window_read.entries] == [
             (start + n + 1, ids[start + n]) for n in range(11)
         ], position
-        assert around_cost.requests <= rank_cost.requests + 2 * 5, position
-        assert around_cost.rounds <= rank_cost.rounds + 1, position
+        assert around_cost.requests == rank_cost.requests + 5, position
+        assert around_cost.rcu <= rank_cost.rcu + 5 * 0.5, position
