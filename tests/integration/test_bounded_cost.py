@@ -8,47 +8,21 @@ import math
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from botocore.config import Config
 
-from bench.measure import Recorder, Sample
 from podium import buckets, cost, indexreads, snapshots
-from podium.config import Settings
 from podium.dal import Database
 from podium.errors import Conflict
 from podium.models import Notification, RankedEntry, Snapshot
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
-from tests.helpers import TickingClock, expected_listing, unique_id
+from tests.helpers import Metered, TickingClock, expected_listing, unique_id
 
 pytestmark = pytest.mark.integration
 
-T = TypeVar("T")
 BIG_DATA = 64 * 1024 - 64  # characters of data: just under the API's 64 KiB once serialised
-
-
-class Metered:
-    """The service on a client whose every request is recorded, and what a read cost."""
-
-    def __init__(self, endpoint: str, settings: Settings) -> None:
-        import boto3
-
-        client = boto3.client("dynamodb", endpoint_url=endpoint, config=Config(max_pool_connections=128))
-        self.recorder = Recorder()
-        self.recorder.attach(client)
-        self.service = Services(Database.connect(settings, client=client))
-
-    def read(self, read: Callable[[], T]) -> tuple[T, Sample]:
-        with self.recorder.window() as window:
-            answer = read()
-        return answer, Sample.of(window)
-
-
-@pytest.fixture
-def metered(dynamodb_endpoint: str, local_tables: Settings) -> Metered:
-    return Metered(dynamodb_endpoint, local_tables)
 
 
 def _data_of(member: str) -> dict[str, Any]:

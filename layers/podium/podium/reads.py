@@ -15,7 +15,7 @@ from podium.boards import BoardService
 from podium.buckets import just_above
 from podium.errors import NotFound, ValidationError
 from podium.fanout import together
-from podium.indexreads import Counted, Counting, nearest, top_keys
+from podium.indexreads import Counted, Counting, listing_near, top_keys
 from podium.keys import RankOrder
 from podium.models import Board, IndexEntry, Page, RankedEntry, ScoreState, View
 from podium.periods import ALL_TIME
@@ -327,40 +327,30 @@ class ReadService:
 
     def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
         """The ``2·radius + 1`` entries of the listing around the member, shifted to stay
-        full at either end. The nearest keys above and below are gathered exactly, each
-        side as a top read gathers (the upper side on the listing read bottom-up), side by
-        side with the member's position and rank, counted as ``rank`` counts; a second
-        round reads what the window still lacks at an end, and one more count is needed
-        only when the window opens inside a tie that starts above it."""
+        full at either end, with exact ranks: the member's position is counted as ``rank``
+        counts, and the keys above it come with that count (``indexreads.listing_near``
+        has the reads). The first entry's rank is its position unless it shares a score
+        with an entry before it: the keys read above tell that tie's start, and only a
+        tie that starts above all of them needs one more count."""
         read = self._read(board_id, requested_period, member_id=member_id)
         order = read.order
         me = self._entry(read, member_id, read.view.score)
-        partitions = read.partitions
-        bounds = [me.sort_key] if order.earliest else [order.score_bound(me.score), me.sort_key]
-        above, below, counts = together(
-            lambda: nearest(self.index, partitions, me.sort_key, radius + 1, above=True),
-            lambda: nearest(self.index, partitions, me.sort_key, radius, above=False),
-            lambda: self._count(read, bounds).counts,
+        near = listing_near(
+            self.counting, board_id, read.period, read.partitions, me.sort_key, read.total, radius
         )
-        # At an end of the board the window takes more from the other side: up to 2·radius,
-        # and above one more, to see whether the window's first entry opens a tie.
-        # (A side that came back with its witness, one key past its limit, goes on.)
-        wanted_above = 2 * radius - len(below) + 1
-        wanted_below = 2 * radius - len(above)
-        if len(below) < radius and len(above) == radius + 2 and wanted_above > len(above):
-            above = nearest(self.index, partitions, me.sort_key, wanted_above, above=True)
-        elif len(above) < radius and len(below) == radius + 1 and wanted_below > len(below):
-            below = nearest(self.index, partitions, me.sort_key, wanted_below, above=False)
-        take_above, take_below = around_window(list(reversed(above)), below, radius)
-        window = decode(order, [*reversed(above[:take_above]), me.sort_key, *below[:take_below]])
-        first = window[0]
+        above = near.above.keys
+        take_above, take_below = around_window(above, near.below, radius)
+        window = decode(order, [*above[len(above) - take_above :], me.sort_key, *near.below[:take_below]])
+        first_position = near.position + 1 - take_above
         previous = None
         if not order.earliest:
-            if first.score == me.score:
-                previous = (me.score, counts[0] + 1)
-            elif take_above < len(above) and order.parse(above[take_above])[0] == first.score:
-                previous = (first.score, self._count(read, [order.score_bound(first.score)]).counts[0] + 1)
-        first_position = counts[-1] + 1 - take_above
+            first = window[0]
+            bound = order.score_bound(first.score)
+            if near.above.covers(bound):
+                better = near.position - near.above.at_or_after(bound)
+            else:
+                better = self._count(read, [bound]).counts[0]
+            previous = (first.score, better + 1)
         ranked = assign_ranks(
             window, earliest=order.earliest, first_position=first_position, previous=previous
         )
