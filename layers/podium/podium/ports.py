@@ -203,7 +203,9 @@ class SocialStore(Protocol):
         expected_version: int | None,
         leader: tuple[str, str, Decimal] | None,
         pending: list[Notification],
+        event_id: str,
     ) -> bool: ...
+    def mark_leader_judged(self, event_id: str) -> None: ...
     def clear_leader_pending(self, board_id: str, period: str, version: int) -> None: ...
 
 

@@ -46,6 +46,7 @@ COUNT_MARK = "STREAM#"  # + eventId: a member count
 ROLLUP_MARK = "ROLLUP#"  # + target # eventId
 FOLD_MARK = "FOLD#"  # + member pk # fold id
 BUCKETS_MARK = "BUCKETS#"  # + eventId
+LEADER_MARK = "LEADCHECK#"  # + eventId: the notifier judged the record for the leader
 MARK_TTL_SECONDS = 2 * 24 * 3600  # longer than a stream's 24-hour retention
 
 # A member being deleted: its profile carries ``gone`` (when the delete began, µs) until the
@@ -260,6 +261,10 @@ def fold_mark(board_id: str, member_id: str, fold: str) -> str:
 
 def buckets_mark(event_id: str) -> str:
     return f"{BUCKETS_MARK}{event_id}"
+
+
+def leader_mark(event_id: str) -> str:
+    return f"{LEADER_MARK}{event_id}"
 
 
 def mark_key(mark: str) -> Key:

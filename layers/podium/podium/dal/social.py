@@ -10,7 +10,14 @@ from typing import Any
 
 from podium import numbers
 from podium.dal import codecs, schema
-from podium.dal.client import ItemMissing, Tables, VersionConflict, deserializer, serializer
+from podium.dal.client import (
+    AlreadyApplied,
+    ItemMissing,
+    Tables,
+    VersionConflict,
+    deserializer,
+    serializer,
+)
 from podium.models import LeaderState, Notification, Rivals, ScoreState
 
 
@@ -319,9 +326,13 @@ class Social:
         expected_version: int | None,
         leader: tuple[str, str, Decimal] | None,
         pending: list[Notification],
+        event_id: str,
     ) -> bool:
-        """Record a new leader with the notifications it causes, if nobody else changed
-        the record since version ``expected_version`` (None: no record yet)."""
+        """Record a new leader with the notifications it causes, as stream record
+        ``event_id``'s judgment, if nobody else changed the record since version
+        ``expected_version`` (None: no record yet); False when somebody did. The leader
+        item and the record's mark are written in one transaction, so a record's judgment
+        takes effect once: AlreadyApplied when the record was judged before."""
         item: dict[str, Any] = {
             **schema.leader_key(board_id, period),
             "lv": {"N": str((expected_version or 0) + 1)},
@@ -332,13 +343,25 @@ class Social:
             item["s"] = serializer.serialize(leader[2])
         if pending:
             item["pending"] = {"S": numbers.dumps([codecs.notification_to_json(n) for n in pending])}
+        put: dict[str, Any] = {"Item": item}
         if expected_version is None:
-            return self.tables.put_if_absent(item)
-        return self.tables.put(
-            item,
-            ConditionExpression="lv = :v",
-            ExpressionAttributeValues={":v": {"N": str(expected_version)}},
-        )
+            put["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            put["ConditionExpression"] = "lv = :v"
+            put["ExpressionAttributeValues"] = {":v": {"N": str(expected_version)}}
+        codes = self.tables.transact([self.tables.mark_put(schema.leader_mark(event_id)), {"Put": put}])
+        if codes is None:
+            return True
+        if codes[0] == "ConditionalCheckFailed":
+            raise AlreadyApplied(event_id)
+        if codes[1] == "ConditionalCheckFailed":
+            return False
+        raise RuntimeError(f"the leader was not recorded: {codes}")
+
+    def mark_leader_judged(self, event_id: str) -> None:
+        """Remember that stream record ``event_id`` was judged for the leader and changed
+        nothing (its judgment that changes the leader writes the mark itself)."""
+        self.tables.put(schema.mark_item(schema.leader_mark(event_id)))
 
     def clear_leader_pending(self, board_id: str, period: str, version: int) -> None:
         # If a newer leader record replaced ours (the condition fails), its own pending

@@ -19,6 +19,8 @@ Each notification's id derives from the stream record that caused it, so a recor
 chunk) delivered twice yields each notification once in the inbox. A leader change is
 recorded together with the notifications it causes (compare-and-set on the leader item),
 then delivered, so that neither a crash nor a concurrent consumer loses or doubles one.
+Each record is judged for the leader once: its judgment leaves a mark (``LEADCHECK#``),
+so a record delivered again after later ones moved the leader announces nothing new.
 Delivery stores the notification in the inbox first and publishes to SNS only if it is
 not yet marked published: a publish is retried, never silently dropped.
 
@@ -38,6 +40,7 @@ from typing import Any
 
 from podium import fanout, keys
 from podium.config import DEFAULT_FANOUT_CHUNK_SIZE
+from podium.errors import AlreadyApplied
 from podium.indexreads import read_keys
 from podium.models import INBOX_KEEP_SECONDS, BoardSettings, LeaderState, Notification, Unknown
 from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
@@ -247,6 +250,15 @@ class Notifier:
     # -- newLeader --------------------------------------------------------------------
 
     def check_leader(self, record: ScoreRecord, settings: BoardSettings) -> None:
+        """Judge whether the record changed the board's leader, once per record.
+
+        A record delivered again may come after later records of its batch moved the leader
+        (a member that led fell back or was hidden): judged again against that leader, it
+        would announce a lead that was told, or not, the first time. So each judgment is
+        remembered by a mark of its record, written with the leader it changes (one
+        transaction) or after a judgment that changes nothing, and a record whose mark
+        exists changes nothing. A record that was never judged still is, however late it
+        comes (another shard's, or one whose member has moved on since)."""
         for _ in range(MAX_ATTEMPTS):
             known = self.social.get_leader(record.board_id, record.period)
             if known is not None and known.pending:
@@ -254,10 +266,18 @@ class Notifier:
                 continue
             decision = self._next_leader(record, known, settings)
             if decision is None:
+                self.social.mark_leader_judged(record.event_id)
                 return
             leader, pending = decision
             version = known.version if known else None
-            if self.social.swap_leader(record.board_id, record.period, version, leader, pending):
+            try:
+                swapped = self.social.swap_leader(
+                    record.board_id, record.period, version, leader, pending, record.event_id
+                )
+            except AlreadyApplied:
+                log.info("the leader check of %s was done before", record.event_id)
+                return
+            if swapped:
                 if pending:
                     self._deliver_pending(record, pending, (version or 0) + 1)
                 return
