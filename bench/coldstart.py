@@ -60,7 +60,6 @@ LAMBDA_ENVIRONMENT = {
     "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
     "_HANDLER": "app.lambda_handler",
     "TABLE_NAME": "podium-dev-LeaderboardTable",
-    "IDEMPOTENCY_TABLE_NAME": "podium-dev-IdempotencyTable",
     "NOTIFICATION_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:podium-dev-notifications",
     "RANK_INDEX_NAME": "RankIndex",
     "SNAPSHOT_RETENTION_DAYS": "90",

@@ -83,7 +83,7 @@ def measure(db: Database, recorder: Recorder, chunk: int) -> dict[str, Any]:
             break
         notifier.begin()
         with recorder.window() as window:
-            notifier.continue_fanout(FanoutJob.stored(BOARD, RIVAL, *pending[0]))
+            notifier.continue_job(FanoutJob.stored(BOARD, RIVAL, *pending[0]))
         samples.append(Sample.of(window))
     full = samples[:-1] if len(samples) > 1 else samples  # the last one may be short
     return {

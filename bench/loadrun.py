@@ -324,10 +324,7 @@ def run_checkers(target: Target, boards: list[tuple[str, str | None]]) -> dict[s
     from podium.wiring import Services
 
     spec = template_module.read(target.table_prefix)
-    settings = Settings(
-        table_name=spec.table_names["LeaderboardTable"],
-        idempotency_table_name=spec.table_names["IdempotencyTable"],
-    )
+    settings = Settings(table_name=spec.table_names["LeaderboardTable"])
     client = boto3.client("dynamodb", endpoint_url=target.dynamodb)
     checker = Services(Database.connect(settings, client=client)).checker
     verdicts = {}

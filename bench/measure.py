@@ -257,7 +257,4 @@ def create_tables(client: Any, prefix: str) -> Settings:
         client.create_table(**request)
     for name in spec.table_names.values():
         client.get_waiter("table_exists").wait(TableName=name)
-    return Settings(
-        table_name=spec.table_names["LeaderboardTable"],
-        idempotency_table_name=spec.table_names["IdempotencyTable"],
-    )
+    return Settings(table_name=spec.table_names["LeaderboardTable"])

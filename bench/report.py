@@ -538,8 +538,8 @@ def _grown_bound(grown: dict[str, Any], pattern: str) -> float:
     reads each bucket that holds a member once, and nearby buckets in one read, so at most
     the whole index once (0.5 RCU per 4 KB of entries, each the size the service writes for
     this board, ``bench.grown.index_entry_bytes``), besides the members' own score items
-    (one consistent read each, 1 RCU); around reads two gathers of 51 keys and at most two
-    ranks."""
+    (one consistent read each, 1 RCU); around reads a rank's count, a gather of 100 keys
+    below the member, and rarely a gather above and one more count: at most two ranks."""
     from bench.grown import RANKS_IDS, index_entry_bytes
 
     members, shards, buckets = grown["members"], grown["shards"], grown["buckets"]

@@ -65,10 +65,7 @@ def table_settings(args: argparse.Namespace) -> Settings | str:
         os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = running["dynamodb"]
         prefix = running["tablePrefix"]
     spec = template_module.read(prefix)
-    return Settings(
-        table_name=spec.table_names["LeaderboardTable"],
-        idempotency_table_name=spec.table_names["IdempotencyTable"],
-    )
+    return Settings(table_name=spec.table_names["LeaderboardTable"])
 
 
 def verify(args: argparse.Namespace) -> int:

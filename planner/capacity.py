@@ -30,6 +30,9 @@ INDEX_WCU_PER_UPDATE = 2  # the index deletes the old entry and puts the new one
 # estimate: the aggregator's writes for one score change (the period's count, the score
 # buckets), amortised over a stream batch.
 STREAM_WCU_PER_UPDATE = 1.0
+# the notifier's mark of each score record judged for the leader (under 1 KB), so that a
+# record delivered again is not judged again (docs/streams.md)
+NOTIFIER_WCU_PER_UPDATE = 1
 # estimate: share of score changes that move a key into, out of or within the head and its
 # ladder (the top 1,536), each of which rewrites the head item.
 HEAD_CHANGE_FRACTION = 0.1
@@ -222,7 +225,8 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
 
     head_writes = min(w.writes_per_s * HEAD_CHANGE_FRACTION, HEAD_WRITES_MAX_PER_S)
     head_wcu = head_writes * math.ceil(HEAD_ITEM_BYTES / WRITE_UNIT_BYTES)
-    table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + STREAM_WCU_PER_UPDATE) + head_wcu
+    stream_wcu = STREAM_WCU_PER_UPDATE + NOTIFIER_WCU_PER_UPDATE
+    table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + stream_wcu) + head_wcu
     table_wcu += w.events_per_s * EVENT_WCU
 
     from_head = w.head and w.k <= HEAD_SERVES_UP_TO

@@ -12,8 +12,9 @@ here rather than written by hand (``tests/unit/test_least_privilege.py`` compare
 * A function named without being called (a callback, ``lambda: ...``) counts as called;
   nested functions and lambdas are part of the function they are in.
 * A call on a boto3 client (a ``mypy_boto3_<service>`` annotation, or ``boto3.client("<service>")``)
-  is an AWS operation of that service; so are the client calls of the few library classes
-  the layer hands a table to (``EXTERNAL_CLIENTS``), read from the library's own source.
+  is an AWS operation of that service. The layer hands no client to a library class that
+  calls AWS on its behalf, so every call is one of these; the dynamic check of the test
+  would find a call made any other way.
 * What an operation touches is read off the requests the reachable code builds: a query
   whose request names ``IndexName`` reads the index; a transaction's actions are the
   ``Put``/``Update``/``Delete``/``ConditionCheck`` entries built for it.
@@ -22,8 +23,6 @@ here rather than written by hand (``tests/unit/test_least_privilege.py`` compare
 from __future__ import annotations
 
 import ast
-import importlib
-import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYER = ROOT / "layers" / "podium"
 FUNCTIONS = ROOT / "functions"
 
-# Library classes that make AWS calls on the layer's behalf, by the service of their
-# client: the operations are read from the class's module (its ``self.client.<op>`` calls).
-EXTERNAL_CLIENTS = {
-    "aws_lambda_powertools.utilities.idempotency.DynamoDBPersistenceLayer": "dynamodb",
-    "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb.DynamoDBPersistenceLayer": "dynamodb",
-}
 # A call of one of these names on a value of unknown type is taken for a call on the dict,
 # list, set or str it nearly always is (``response.get``, ``item.get``): following it to the
 # layer's methods of the same name (``Tables.get``, ``Tables.update``) would grant every
@@ -132,12 +125,10 @@ class ModuleInfo:
 
 @dataclass(frozen=True)
 class Operation:
-    """One AWS client call: the service, the operation (boto3's snake_case name) and which
-    client made it (``layer``: the layer's own, or the external class)."""
+    """One AWS client call: the service and the operation (boto3's snake_case name)."""
 
     service: str
     name: str
-    client: str = "layer"
 
 
 @dataclass
@@ -233,8 +224,6 @@ class Program:
             return Type("classref", qualname)
         if qualname in self.functions:
             return Type("funcref", qualname)
-        if qualname in EXTERNAL_CLIENTS:
-            return Type("classref", qualname)
         if qualname.startswith("mypy_boto3_"):
             return Type("aws", qualname.split(".")[0].removeprefix("mypy_boto3_"))
         module, _, name = qualname.rpartition(".")
@@ -351,8 +340,6 @@ class Program:
             if node.id in env:
                 return env[node.id]
             imported = module.imports.get(node.id, "")
-            if imported in EXTERNAL_CLIENTS:
-                return Type("classref", imported)
             if imported and imported.split(".")[0] not in ("podium", "functions", "typing"):
                 return EXTERNAL  # boto3, json, a Powertools class...
             return self.lookup(self._qualify(module, node.id))
@@ -527,13 +514,7 @@ class Program:
                 return
         callee = self.type_of(func, module, env)
         if callee.kind == "classref":
-            if callee.name in EXTERNAL_CLIENTS:
-                service = EXTERNAL_CLIENTS[callee.name]
-                facts.operations |= {
-                    Operation(service, name, callee.name) for name in external_operations(callee.name)
-                }
-            else:
-                facts.calls |= self._constructor(callee.name)
+            facts.calls |= self._constructor(callee.name)
             return
         if callee.kind == "funcref":
             facts.calls |= self.targets(callee.name)
@@ -640,19 +621,3 @@ def aws_operations(service: str) -> set[str]:
         model = botocore.session.get_session().get_service_model(service)
         _OPERATIONS[service] = {xform_name(name) for name in model.operation_names}
     return _OPERATIONS[service]
-
-
-def external_operations(class_path: str) -> set[str]:
-    """The client operations an external class calls, read from its module's source."""
-    module_name, _, class_name = class_path.rpartition(".")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    tree = ast.parse(inspect.getsource(inspect.getmodule(cls)))  # type: ignore[arg-type]
-    service = EXTERNAL_CLIENTS[class_path]
-    return {
-        node.func.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and ast.unparse(node.func.value) == "self.client"
-        and node.func.attr in aws_operations(service)
-    }

@@ -126,10 +126,7 @@ def local_tables(dynamodb_client: Any) -> Settings:
     """The template's tables on DynamoDB Local, under a prefix of this session's own."""
     spec = template_module.read(f"it{uuid.uuid4().hex[:8]}-")
     create_tables(dynamodb_client, spec)
-    return Settings(
-        table_name=spec.table_names["LeaderboardTable"],
-        idempotency_table_name=spec.table_names["IdempotencyTable"],
-    )
+    return Settings(table_name=spec.table_names["LeaderboardTable"])
 
 
 @pytest.fixture
@@ -142,10 +139,7 @@ def moto_tables() -> Iterator[Settings]:
 
         spec = template_module.read("unit-")
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), spec)
-        yield Settings(
-            table_name=spec.table_names["LeaderboardTable"],
-            idempotency_table_name=spec.table_names["IdempotencyTable"],
-        )
+        yield Settings(table_name=spec.table_names["LeaderboardTable"])
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import requests
 
 if TYPE_CHECKING:
+    from bench.measure import Recorder, Sample
     from podium.config import Settings
     from podium.consistency import ConsistencyReport
     from podium.models import Page
@@ -184,3 +185,28 @@ def verify_board(
     checker = Services(Database.connect(settings, client=client)).checker
     checker.settle = settle
     return checker.check(board_id, period=period, repair=repair)
+
+
+class Metered:
+    """The service on a client whose every request is recorded, and what a read cost
+    (``bench.measure``: DynamoDB Local's consumed capacity, at DynamoDB's minimums)."""
+
+    def __init__(self, endpoint: str, settings: Settings) -> None:
+        import boto3
+        from botocore.config import Config
+
+        from bench.measure import Recorder
+        from podium.dal import Database
+        from podium.wiring import Services
+
+        client = boto3.client("dynamodb", endpoint_url=endpoint, config=Config(max_pool_connections=128))
+        self.recorder: Recorder = Recorder()
+        self.recorder.attach(client)
+        self.service = Services(Database.connect(settings, client=client))
+
+    def read(self, read: Callable[[], T]) -> tuple[T, Sample]:
+        from bench.measure import Sample
+
+        with self.recorder.window() as window:
+            answer = read()
+        return answer, Sample.of(window)

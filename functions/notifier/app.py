@@ -1,4 +1,5 @@
-"""Stream consumer: overtaken and newLeader notifications, to the inbox and to SNS."""
+"""Stream consumer: overtaken and newLeader notifications, to the inbox and to SNS; and
+forgetting a deleted member (its followers' lists, its inbox)."""
 
 from typing import Any
 
@@ -7,7 +8,7 @@ from podium.wiring import notifier
 
 
 def begin(records: list[dict[str, Any]]) -> set[str]:
-    """Each invocation tells at most one chunk of followers, over all its records."""
+    """Each invocation tells or forgets at most one chunk of followers, over all its records."""
     notifier().begin()
     return set()
 

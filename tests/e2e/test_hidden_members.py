@@ -52,9 +52,6 @@ def test_a_hidden_member_leaves_every_ranking_and_comes_back_at_its_current_scor
     _call("PUT", f"{base}/members/bo/rivals", {"memberIds": ["cheat", "cy"]})
     everyone = _rows((1, "cheat", 500), (2, "ana", 100), (3, "bo", 90), (4, "cy", 80))
     eventually(lambda: assert_equal(_listing(base), (everyone, 4)))
-    # and the stream has carried those writes (a listing's total is never below what it
-    # shows, so it no longer waits for memberCount by itself)
-    eventually(lambda: assert_equal(_call("GET", base)["memberCount"], 4))
 
     # When an admin hides cheat
     hidden = _call("PUT", f"{base}/members/cheat", {"hidden": True})
@@ -74,10 +71,12 @@ def test_a_hidden_member_leaves_every_ranking_and_comes_back_at_its_current_scor
     assert [(e["rank"], e["memberId"]) for e in ranks["entries"]] == [(1, "ana"), (2, "bo")]
     around = _call("GET", f"{base}/members/bo/around?radius=5")
     assert [(e["rank"], e["memberId"]) for e in around["entries"]] == [(1, "ana"), (2, "bo"), (3, "cy")]
-    # and within seconds the cached head, total, memberCount and ranks' totals follow
+    # and within seconds the cached head, total, memberCount and ranks' totals follow (the
+    # hide came before the stream had counted the first writes, so memberCount may pass 3 on
+    # its way up to 4 before the hide takes it back: each is read until it says 3)
     eventually(lambda: assert_equal(_listing(base), (shown, 3)))
     eventually(lambda: assert_equal(_call("GET", base)["memberCount"], 3))
-    assert _call("GET", f"{base}/members/ana/rank")["total"] == 3
+    eventually(lambda: assert_equal(_call("GET", f"{base}/members/ana/rank")["total"], 3))
     # and the lead passed to ana, who is told; cheat, out of the rankings, is told nothing
     eventually(lambda: assert_equal(_inbox(base, "ana"), [("newLeader", "cheat")]))
 

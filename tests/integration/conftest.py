@@ -10,7 +10,7 @@ import pytest
 from podium.config import Settings
 from podium.dal import Database
 from podium.wiring import Services
-from tests.helpers import TickingClock, small_head
+from tests.helpers import Metered, TickingClock, small_head
 
 pytestmark = pytest.mark.integration
 
@@ -23,6 +23,12 @@ def store(local_tables: Settings, dynamodb_client: Any) -> Database:
 @pytest.fixture
 def service(store: Database) -> Services:
     return Services(store, clock=TickingClock())
+
+
+@pytest.fixture
+def metered(dynamodb_endpoint: str, local_tables: Settings) -> Metered:
+    """The service on a client of its own whose every request is recorded."""
+    return Metered(dynamodb_endpoint, local_tables)
 
 
 @pytest.fixture

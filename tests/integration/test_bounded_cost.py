@@ -8,47 +8,21 @@ import math
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from botocore.config import Config
 
-from bench.measure import Recorder, Sample
 from podium import buckets, cost, indexreads, snapshots
-from podium.config import Settings
 from podium.dal import Database
 from podium.errors import Conflict
 from podium.models import Notification, RankedEntry, Snapshot
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
-from tests.helpers import TickingClock, expected_listing, unique_id
+from tests.helpers import Metered, TickingClock, expected_listing, unique_id
 
 pytestmark = pytest.mark.integration
 
-T = TypeVar("T")
 BIG_DATA = 64 * 1024 - 64  # characters of data: just under the API's 64 KiB once serialised
-
-
-class Metered:
-    """The service on a client whose every request is recorded, and what a read cost."""
-
-    def __init__(self, endpoint: str, settings: Settings) -> None:
-        import boto3
-
-        client = boto3.client("dynamodb", endpoint_url=endpoint, config=Config(max_pool_connections=128))
-        self.recorder = Recorder()
-        self.recorder.attach(client)
-        self.service = Services(Database.connect(settings, client=client))
-
-    def read(self, read: Callable[[], T]) -> tuple[T, Sample]:
-        with self.recorder.window() as window:
-            answer = read()
-        return answer, Sample.of(window)
-
-
-@pytest.fixture
-def metered(dynamodb_endpoint: str, local_tables: Settings) -> Metered:
-    return Metered(dynamodb_endpoint, local_tables)
 
 
 def _data_of(member: str) -> dict[str, Any]:
@@ -97,6 +71,26 @@ def test_pages_with_big_and_small_data_stay_within_the_bound_and_list_everyone(
     assert max(costs) <= cost.READ_BOUND, costs
     assert len(costs) >= 2  # 70 profiles of 64 KiB cannot be read in one page within the bound
     assert listed == expected_listing(scores)
+
+
+def test_a_board_of_small_data_gives_whole_pages_with_data(service: Services, metered: Metered) -> None:
+    # Given a board of 10 shards whose 600 members hold a few bytes of data each
+    board = unique_id("small-data")
+    service.boards.put_board(board, board_request({"shards": Decimal(10)}))
+    scores = {f"m{i:03d}": Decimal(1000 - i) for i in range(600)}
+    for member, score in scores.items():
+        service.members.put_member(board, member, member_request({"score": score, "data": {"n": member}}))
+
+    # When the top 1,000 is read with data
+    page, sample = metered.read(lambda: metered.service.reads.top(board, 1000, None, True, consistent=True))
+
+    # Then one page lists all 600 with their data, within the bound: the board records
+    # that its data is small, so profiles are read 100 at a time
+    assert _ranked(page.entries) == expected_listing(scores)
+    assert all(e.data == {"n": e.member_id} for e in page.entries)
+    assert page.next_cursor is None
+    assert sample.rcu <= cost.READ_BOUND
+    assert service.boards.get_board(board).largest_data == len('{"n":"m000"}')
 
 
 def test_ranks_of_100_members_on_100_shards_count_in_one_pass(service: Services, metered: Metered) -> None:

@@ -57,27 +57,51 @@ class RecordingPublisher:
 
 
 class CountingSocial:
-    """The real social store, counting the followers each invocation judges (their scores
-    and lists read), and failing chosen writes of a fan-out item before they are sent."""
+    """The real social store, counting the followers each invocation touches (judged: their
+    scores and lists read; or forgotten: a deleted member taken out of their lists) and the
+    notifications it deletes, and failing chosen writes before they are sent: of a job item
+    (``fail_advances``), or of the edges of a chunk of followers forgotten, after their lists
+    (``fail_edge_deletes``)."""
 
-    def __init__(self, real: Any, fail_advances: set[int] | None = None) -> None:
+    def __init__(
+        self, real: Any, fail_advances: set[int] | None = None, fail_edge_deletes: set[int] | None = None
+    ) -> None:
         self.real = real
-        self.judged = 0
+        self.touched = 0
         self.advances = 0
+        self.edge_deletes = 0
         self.fail_advances = fail_advances or set()
+        self.fail_edge_deletes = fail_edge_deletes or set()
+        self.lock = threading.Lock()  # a chunk is forgotten on the notifier's pool
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
 
     def follower_states(self, board_id: str, followers: Any, period: str) -> Any:
-        self.judged += len(followers)
+        self.touched += len(followers)
         return self.real.follower_states(board_id, followers, period)
 
     def advance_fanout(self, *args: Any, **kwargs: Any) -> bool:
         self.advances += 1
         if self.advances in self.fail_advances:
-            raise Crash(f"the notifier crashed before fan-out write {self.advances}")
+            raise Crash(f"the notifier crashed before job write {self.advances}")
         return bool(self.real.advance_fanout(*args, **kwargs))
+
+    def forget_rival(self, *args: Any) -> bool:
+        with self.lock:
+            self.touched += 1
+        return bool(self.real.forget_rival(*args))
+
+    def delete_followers(self, *args: Any) -> None:
+        self.edge_deletes += 1
+        if self.edge_deletes in self.fail_edge_deletes:
+            raise Crash(f"the notifier crashed before edge delete {self.edge_deletes}")
+        self.real.delete_followers(*args)
+
+    def clear_inbox(self, *args: Any) -> tuple[int, bool]:
+        cleared, more = self.real.clear_inbox(*args)
+        self.touched += cleared
+        return cleared, more
 
 
 @dataclass
@@ -93,7 +117,7 @@ class EventSource:
     notifier: Notifier
     social: CountingSocial
     twice: bool = False
-    invocations: list[int] = field(default_factory=list)  # followers judged in each
+    invocations: list[int] = field(default_factory=list)  # followers (and notifications) touched in each
     crashes: int = 0
 
     def records(self) -> list[dict[str, Any]]:
@@ -107,7 +131,7 @@ class EventSource:
 
     def invoke(self, batch: list[dict[str, Any]]) -> int:
         """One invocation: the index of the first record that failed, or len(batch)."""
-        self.social.judged = 0
+        self.social.touched = 0
         self.notifier.begin()
         try:
             for done, record in enumerate(batch):
@@ -118,7 +142,7 @@ class EventSource:
                     return done
             return len(batch)
         finally:
-            self.invocations.append(self.social.judged)
+            self.invocations.append(self.social.touched)
 
     def deliver(self, batch: list[dict[str, Any]]) -> None:
         while batch:
@@ -228,6 +252,7 @@ def popular(
         twice: bool = False,
         fail_publishes: set[int] | None = None,
         fail_advances: set[int] | None = None,
+        fail_edge_deletes: set[int] | None = None,
     ) -> tuple[str, list[Follower], EventSource, RecordingPublisher, Services]:
         board = unique_id("popular")
         service.boards.put_board(board, board_request({"shards": Decimal(3)}))
@@ -235,7 +260,7 @@ def popular(
             service.members.put_member(board, rival, member_request({"score": Decimal(100)}))
         tail = StreamTail.of_table(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
         publisher = RecordingPublisher(fail_at=fail_publishes or set())
-        social = CountingSocial(store.social, fail_advances)
+        social = CountingSocial(store.social, fail_advances, fail_edge_deletes)
         notifier = Notifier(social, store.members, store.index, publisher, service.boards.settings, CHUNK)
         source = EventSource(tail, board, notifier, social, twice=twice)
         source.drain()  # the rivals' first scores: the first of them leads
@@ -353,9 +378,10 @@ def test_two_popular_members_changing_in_one_batch_share_the_invocations_chunk(
 def test_a_member_deleted_while_its_fanout_is_pending_still_tells_the_rest_first(
     popular: Setup, store: Database, dynamodb_client: Any, local_tables: Any
 ) -> None:
-    # Given star followed by 100, whose change was told to its first chunk only (the
-    # followers with scores 0 to 24: none of them passed)
-    board, followers, source, publisher, service = popular(many_followers(100))
+    # Given star followed by 300, whose change was told to its first chunk only (the
+    # followers with scores 0 to 24: none of them passed; those from 100 to 199 it passed
+    # are in later chunks)
+    board, followers, source, publisher, service = popular(many_followers(300))
     service.members.submit_score(board, "star", Decimal(100))
     moment = _moment(store, board, "star")
     first = source.records()
@@ -376,6 +402,7 @@ def test_a_member_deleted_while_its_fanout_is_pending_still_tells_the_rest_first
     # follower edges left are those of follows begun after the delete (of a star added
     # again), and nothing is pending
     expected = overtaken_model(followers, Decimal(100), Decimal(200), moment)
+    assert len(expected) > 50
     _check_told_once(store, board, followers, publisher, expected)
     edges = dynamodb_client.query(
         TableName=local_tables.table_name,
@@ -386,3 +413,119 @@ def test_a_member_deleted_while_its_fanout_is_pending_still_tells_the_rest_first
         f.member_id for f in followers if f.since == AFTER
     ]
     assert store.social.pending_fanouts(board, "star") == []
+    # And no invocation, telling or forgetting, did more than one chunk
+    assert max(source.invocations) == CHUNK
+
+
+def _micros(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000)
+
+
+def _seed_inbox(store: Database, board: str, member: str, created: list[int], name: str) -> None:
+    """Notifications to ``member`` (ids ``name-0``, ...), one created at each moment given."""
+    for i, created_us in enumerate(created):
+        told = Notification(
+            f"{name}-{i}", "overtaken", board, member, f"fan-{i:05d}", Decimal(1), Decimal(2), created_us
+        )
+        store.social.put_notification(told, 3600)
+
+
+def _lists_naming(store: Database, board: str, rival: str, members: list[str]) -> list[str]:
+    """The members among ``members`` whose rivals list names ``rival``."""
+
+    def names(member: str) -> bool:
+        return rival in (store.social.get_rivals(board, member) or Rivals()).ids
+
+    with ThreadPoolExecutor(32) as pool:
+        return [m for m, named in zip(members, pool.map(names, members), strict=True) if named]
+
+
+def _partition(dynamodb_client: Any, table: str, pk: str) -> list[str]:
+    """The sort keys of every item of partition ``pk``."""
+    pages = dynamodb_client.get_paginator("query").paginate(
+        TableName=table,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": pk}},
+        ConsistentRead=True,
+    )
+    return sorted(item["sk"]["S"] for page in pages for item in page["Items"])
+
+
+def test_a_member_followed_by_300_is_forgotten_a_chunk_at_a_time_and_a_follow_after_the_delete_stays(
+    popular: Setup, store: Database, dynamodb_client: Any, local_tables: Any
+) -> None:
+    # Given star followed by 300 members, with 60 notifications in its inbox, and a notifier
+    # that does 25 followers (or notifications) per invocation and crashes twice: in the middle
+    # of a chunk (its followers' lists done, before their edges' delete) and after a chunk
+    # (before the third write of the job item)
+    board, followers, source, publisher, service = popular(
+        many_followers(300), fail_edge_deletes={2}, fail_advances={3}
+    )
+    members = [f.member_id for f in followers]
+    _seed_inbox(store, board, "star", [BEFORE + i for i in range(60)], "old")
+
+    # When star is deleted, and the notifier reads its removal and three more records
+    service.members.delete_member(board, "star")
+    deleted = _micros(service.clock())  # the delete is over: its tombstone is older
+    removal = source.records()
+    source.deliver(removal)
+    for _ in range(3):
+        source.deliver(source.records())
+
+    # Then star is forgotten in a chunk per invocation, a crash retried, and not yet all of it
+    assert source.invocations[:6] == [CHUNK] * 6
+    assert source.crashes == 2
+    assert len(_lists_naming(store, board, "star", members)) > 100
+    assert store.social.pending_fanouts(board, "star", forgets_only=True)
+
+    # When star is added again at 0 while the rest is forgotten: fan-00000 (whose list no
+    # longer names it, joining with a score of 1) and zoe (5, new, after every fan in id
+    # order) follow it; it scores 1,000; a notification is sent to it; the notifier reads its
+    # changes before the forgetting's next record (on another shard, say), and the removal
+    # again, late
+    service.members.put_member(board, "star", member_request({"score": Decimal(0)}))
+    service.members.put_member(board, "fan-00000", member_request({"score": Decimal(1)}))
+    service.members.put_member(board, "zoe", member_request({"score": Decimal(5)}))
+    followed = _micros(service.clock())  # the follows below begin later
+    service.social.put_rivals(board, "fan-00000", ["star"])
+    service.social.put_rivals(board, "zoe", ["star"])
+    service.members.submit_score(board, "star", Decimal(1000))
+    moment = _moment(store, board, "star")
+    _seed_inbox(store, board, "star", [moment], "new")
+    fresh = source.records()
+    source.deliver([r for r in fresh if r["dynamodb"]["Keys"]["pk"]["S"].startswith("M#")])
+    source.deliver(removal)
+    source.deliver([r for r in fresh if r["dynamodb"]["Keys"]["pk"]["S"].startswith("J#")])
+    source.drain()
+
+    # Then no invocation touched more than one chunk; the forgetting took one per chunk
+    assert max(source.invocations) <= CHUNK
+    assert sum(1 for touched in source.invocations if touched) >= (len(followers) + 60) // CHUNK
+    # And the only lists that name star, and the only edges to it, are of follows begun
+    # after the delete: those seeded as later, fan-00000's and zoe's
+    later = [f.member_id for f in followers if f.since > deleted]
+    assert _lists_naming(store, board, "star", [*members, "zoe"]) == sorted([*later, "fan-00000", "zoe"])
+    table = local_tables.table_name
+    assert _partition(dynamodb_client, table, f"F#{board}#star") == sorted([*later, "fan-00000", "zoe"])
+    # And of its inbox only what was sent to the star added again is left (the one seeded,
+    # and its newLeader)
+    inbox = _partition(dynamodb_client, table, f"N#{board}#star")
+    assert f"{moment:017d}#new-0" in inbox
+    assert all(int(sk.split("#")[0]) > deleted for sk in inbox)
+    assert store.social.pending_fanouts(board, "star") == []
+
+    # And the new star's change told those it passed among its followers since the delete
+    # (the model), not those of the old star that the forgetting had not reached yet
+    following = [f for f in followers if f.since > deleted]
+    following += [
+        Follower("fan-00000", Decimal(1), since=followed),
+        Follower("zoe", Decimal(5), since=followed),
+    ]
+    expected = overtaken_model(following, Decimal(0), Decimal(1000), moment)
+    assert sorted(expected) == ["fan-00000", "zoe"]
+    told = inboxes(store, board, [*members, "zoe"])
+    got = {
+        m: [(n.by_member_id, n.score) for n in found if n.type == "overtaken"] for m, found in told.items()
+    }
+    assert {m: found for m, found in got.items() if found} == {m: [("star", s)] for m, s in expected.items()}
+    assert sorted(n.member_id for n in publisher.published if n.type == "overtaken") == sorted(expected)

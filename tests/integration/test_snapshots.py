@@ -37,10 +37,7 @@ def store(dynamodb_client: Any) -> Database:
     """The template's tables under a prefix of this test's own (overrides the shared store)."""
     spec = template_module.read(f"snap{uuid.uuid4().hex[:8]}-")
     create_tables(dynamodb_client, spec)
-    settings = Settings(
-        table_name=spec.table_names["LeaderboardTable"],
-        idempotency_table_name=spec.table_names["IdempotencyTable"],
-    )
+    settings = Settings(table_name=spec.table_names["LeaderboardTable"])
     return Database.connect(settings, client=dynamodb_client)
 
 

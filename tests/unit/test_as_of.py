@@ -57,20 +57,39 @@ def test_a_state_read_from_an_item_without_history_knows_only_its_first_score() 
     assert later.score_at(300) == Decimal(7)
 
 
-def test_followed_at_follows_the_lists_replacements() -> None:
+def test_a_new_score_is_timed_after_the_one_it_replaces_whatever_the_writers_clock() -> None:
+    # Given a score written at 1,000 µs
+    first = ScoreState.first(Decimal(5), 1_000)
+
+    # When a writer whose clock is behind writes a new score, and one whose clock is
+    # ahead writes the same score again
+    behind = first.then(Decimal(7), 400)
+    again = behind.then(Decimal(7), 9_000)
+
+    # Then the new score's time follows the old one's, the history stays in order, and a
+    # score written again keeps its time
+    assert behind.reached_at_us == 1_001
+    assert behind.score_at(1_000) == Decimal(5)
+    assert behind.score_at(1_001) == Decimal(7)
+    assert again.reached_at_us == 1_001
+
+
+def test_a_follow_counts_from_its_start_through_the_lists_replacements() -> None:
     # Given ana's list: bo from t=10, then cy added at t=20 and bo dropped at t=30
     rivals = Rivals().replaced(["bo"], 10)
     rivals = rivals.replaced(["bo", "cy"], 20)
     rivals = rivals.replaced(["cy"], 30)
 
-    # Then each follow counts from its start, and bo's ended one until its end
-    assert [rivals.followed_at("bo", t) for t in (9, 10, 29, 30)] == [False, True, True, False]
-    assert [rivals.followed_at("cy", t) for t in (19, 20, 1_000)] == [False, True, True]
-    assert not rivals.followed_at("dee", 25)
+    # Then each follow counts from its start, and bo's ended one until its end: each moment
+    # names the start of the follow that held then (the notifier compares it with the
+    # rival's last delete), or None
+    assert [rivals.follow_began("bo", t) for t in (9, 10, 29, 30)] == [None, 10, 10, None]
+    assert [rivals.follow_began("cy", t) for t in (19, 20, 1_000)] == [None, 20, 20]
+    assert rivals.follow_began("dee", 25) is None
 
     # When bo is followed again at t=40, both spans count
     again = rivals.replaced(["cy", "bo"], 40)
-    assert [again.followed_at("bo", t) for t in (15, 35, 40)] == [True, False, True]
+    assert [again.follow_began("bo", t) for t in (15, 35, 40, 99)] == [10, None, 40, 40]
     assert again.ids == ("cy", "bo")
 
     # and an ended follow is forgotten once no stream record can still be judged by it
@@ -82,4 +101,4 @@ def test_followed_at_follows_the_lists_replacements() -> None:
 
 def test_a_list_from_before_follow_times_counts_its_rivals_as_followed_all_along() -> None:
     legacy = Rivals(ids=("bo",))
-    assert legacy.followed_at("bo", 0)
+    assert legacy.follow_began("bo", 0) == 0

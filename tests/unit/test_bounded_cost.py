@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, cast
 from unittest.mock import patch
@@ -15,13 +16,13 @@ from hypothesis import strategies as st
 from podium import buckets, cost, indexreads, numbers
 from podium.indexreads import Counting
 from podium.keys import shard_of
-from podium.models import Bucket, RankedEntry
+from podium.models import Board, BoardSettings, Bucket, RankedEntry
 from podium.reads import (
     MAX_DATA_ROUNDS,
     MAX_PAGE_BYTES,
     PROFILE_FIXED_BYTES,
-    PROFILE_UNITS_AT_MOST,
     ReadService,
+    profile_units,
 )
 
 
@@ -148,17 +149,23 @@ class FakeMembers:
 @given(
     st.lists(st.sampled_from([-1, 0, 10, 3000, 20_000, 64 * 1024 - 20]), min_size=1, max_size=1000),
     st.floats(0.0, 500.0),
+    st.one_of(st.none(), st.integers(0, 64 * 1024)),
 )
-def test_a_page_with_data_never_asks_for_more_than_its_budget_covers(sizes: list[int], budget: float) -> None:
-    # Given members whose profiles are of any size up to 64 KiB (or missing), in any order
+def test_a_page_with_data_never_asks_for_more_than_its_budget_covers(
+    sizes: list[int], budget: float, slack: int | None
+) -> None:
+    # Given members whose profiles are of any size up to 64 KiB (or missing), in any order,
+    # on a board that records data at least as big as its largest (or records none)
     members = FakeMembers({f"m{n:04d}": size for n, size in enumerate(sizes)})
+    largest = None if slack is None else len(numbers.dumps({"blob": "x" * max(sizes)})) + slack
+    board = _board(largest)
     ranked = [RankedEntry(n + 1, f"m{n:04d}", Decimal(n)) for n in range(len(sizes))]
     service = ReadService(
         cast(Any, None), cast(Any, None), cast(Any, members), cast(Any, None), cast(Any, None)
     )
 
     # When a page with data is made within a budget
-    page = service._with_data("board", ranked, budget)
+    page = service._with_data(board, ranked, budget)
 
     # Then it is a prefix of the listing with each member's data, under 5 MiB, holding one
     # entry at least; each read it sent was covered by what was left of the budget had
@@ -176,4 +183,31 @@ def test_a_page_with_data_never_asks_for_more_than_its_budget_covers(sizes: list
         return cost.units(len(numbers.dumps(data)) + PROFILE_FIXED_BYTES + len("board") + len(member))
 
     read = [billed(m) for asked in members.asked for m in asked]
-    assert sum(read) <= max(budget, PROFILE_UNITS_AT_MOST)
+    assert sum(read) <= max(budget, profile_units(largest))
+
+
+def _board(largest_data: int | None) -> Board:
+    created = datetime(2026, 11, 25, tzinfo=UTC)
+    return Board("board", BoardSettings(), None, created, largest_data=largest_data)
+
+
+def test_a_page_of_small_data_holds_the_whole_limit() -> None:
+    # Given a board of 1,000 members whose data is small, as the board records
+    members = FakeMembers({f"m{n:04d}": 40 for n in range(1000)})
+    ranked = [RankedEntry(n + 1, f"m{n:04d}", Decimal(n)) for n in range(1000)]
+    service = ReadService(
+        cast(Any, None), cast(Any, None), cast(Any, members), cast(Any, None), cast(Any, None)
+    )
+
+    # When a page of 1,000 with data is made within what the bound leaves
+    page = service._with_data(_board(len(numbers.dumps({"blob": "x" * 40}))), ranked, 490.0)
+
+    # Then it holds as many as the budget covers at half a unit a profile (the least a
+    # profile read costs), read 100 at a time: all but the last 20
+    assert len(page) == int(490.0 // 0.5) == 980
+    assert [len(asked) for asked in members.asked] == [100] * 9 + [80]
+
+    # And on a board that does not record its largest data, far fewer: each read assumes
+    # profiles of 64 KiB
+    members.asked.clear()
+    assert len(service._with_data(_board(None), ranked, 490.0)) < 500

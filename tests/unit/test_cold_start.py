@@ -47,7 +47,6 @@ def loaded() -> dict[str, Any]:
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
         "TABLE_NAME": "podium-test",
-        "IDEMPOTENCY_TABLE_NAME": "podium-test-idempotency",
         "POWERTOOLS_SERVICE_NAME": "podium",
     }
     done = subprocess.run(

@@ -32,7 +32,6 @@ invoke = test_events.invoke
 board = test_events.board
 images = test_events.images
 TABLE = "LeaderboardTable"
-IDEMPOTENCY_TABLE = "IdempotencyTable"
 TOPIC = "NotificationTopic"
 TRANSACTION_PARTS = {
     "Put": "dynamodb:PutItem",
@@ -77,16 +76,15 @@ def needed_by_code(code_dir: str) -> set[Grant]:
         if operation.service == "sns":
             grants.add((f"sns:{_camel(operation.name)}", TOPIC))
             continue
-        table = IDEMPOTENCY_TABLE if operation.client != "layer" else TABLE
         if operation.name == "transact_write_items":
-            grants |= {(TRANSACTION_PARTS[part], table) for part in transaction_parts}
+            grants |= {(TRANSACTION_PARTS[part], TABLE) for part in transaction_parts}
         elif operation.name == "query":
             if any(facts.queries_table for facts in reached):
-                grants.add(("dynamodb:Query", table))
+                grants.add(("dynamodb:Query", TABLE))
             if any(facts.queries_index for facts in reached):
-                grants.add(("dynamodb:Query", f"{table}/index/{index_name}"))
+                grants.add(("dynamodb:Query", f"{TABLE}/index/{index_name}"))
         else:
-            grants.add((f"dynamodb:{_camel(operation.name)}", table))
+            grants.add((f"dynamodb:{_camel(operation.name)}", TABLE))
     return grants
 
 
@@ -224,6 +222,19 @@ def test_every_function_in_the_template_is_analysed() -> None:
         assert f"functions.{name}.app" in program().modules
 
 
+def test_every_table_of_the_template_is_one_a_function_uses() -> None:
+    # Given the DynamoDB tables the template declares
+    resources = template.load()["Resources"]
+    tables = {logical_id for logical_id, r in resources.items() if r["Type"] == "AWS::DynamoDB::Table"}
+
+    # When collecting the tables (and their indexes) the functions' code reads or writes
+    used = {resource.split("/")[0] for name in FUNCTIONS for _, resource in needed_by_code(name)}
+
+    # Then none is declared for nothing: a table no code touches is dead weight on every
+    # deploy (as the Powertools idempotency table was once its records moved)
+    assert sorted(tables - used) == []
+
+
 def test_the_authorizer_touches_no_table() -> None:
     properties = template_functions()["AuthorizerFunction"]
     assert needed_by_code("authorizer") == set()
@@ -308,7 +319,7 @@ def test_what_the_sample_event_calls_is_what_the_analysis_found(
 @contextmanager
 def _recording() -> Iterator[Recorded]:
     """Record the AWS calls made inside the block: every boto3 client's requests go through
-    ``BaseClient._make_api_call`` (Powertools' client, of a session of its own, too)."""
+    ``BaseClient._make_api_call``, whichever session made the client."""
     from botocore.client import BaseClient
 
     calls: list[tuple[str, str, dict[str, Any]]] = []

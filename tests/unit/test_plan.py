@@ -29,8 +29,9 @@ def test_5000_updates_need_13_shards():
     assert result.index_wcu_per_shard == pytest.approx(769.23, abs=0.01)
     assert result.max_writes_per_s == 5_200  # 13 * 800 / 2
     assert not result.over_capacity
-    # table: 5,000 * (1 score + 1 stream) + min(5,000 * 10 %, 10) head writes * 4 KB = 10,040
-    assert result.table_wcu == 10_040
+    # table: 5,000 * (1 score + 1 aggregator + 1 notifier's mark) + min(5,000 * 10 %, 10)
+    # head writes * 4 KB = 15,040
+    assert result.table_wcu == 15_040
 
 
 def test_throttling_edge_at_100_shards():
@@ -105,16 +106,16 @@ def test_storage_and_monthly_cost():
     assert result.bytes_per_member == 865
     assert result.storage_gb == pytest.approx(0.865)
     assert result.monthly_storage_cost == pytest.approx(0.865 * 0.25)
-    # writes: table 100 * 2 + 10 head writes * 4 = 240, index 200 -> 440 WRU/s
-    # 440 * 2,628,000 s = 1,156.32 M WRU * $0.625 = $722.70
-    assert result.monthly_write_cost == pytest.approx(722.70)
+    # writes: table 100 * 3 + 10 head writes * 4 = 340, index 200 -> 540 WRU/s
+    # 540 * 2,628,000 s = 1,419.12 M WRU * $0.625 = $886.95
+    assert result.monthly_write_cost == pytest.approx(886.95)
     assert result.monthly_read_cost == 0
 
 
 def test_prices_can_be_overridden():
     workload = Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=0)
     result = plan(workload, capacity.Prices(write_per_million=1.25))
-    assert result.monthly_write_cost == pytest.approx(2 * 722.70)
+    assert result.monthly_write_cost == pytest.approx(2 * 886.95)
 
 
 def test_the_api_cache_caps_top_reads_reaching_dynamodb():

@@ -11,8 +11,8 @@ from functools import cache
 
 DEFAULT_SHARD_QUERY_CONCURRENCY = 100  # every shard of a board (at most 100) at once
 DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
-# The followers one notifier invocation tells of score changes, at most (docs/streams.md,
-# "Popular members: the fan-out in chunks", for why 500).
+# The followers one notifier invocation tells of score changes, or forgets a deleted member
+# in, at most (docs/streams.md, "Popular members: the fan-out in chunks", for why 500).
 DEFAULT_FANOUT_CHUNK_SIZE = 500
 MAX_FANOUT_CHUNK_SIZE = 5000
 _PROCESS_CURSOR_KEY = secrets.token_urlsafe(32)
@@ -25,7 +25,6 @@ class MissingSetting(RuntimeError):
 @dataclass(frozen=True)
 class Settings:
     table_name: str = ""
-    idempotency_table_name: str = ""
     rank_index_name: str = "RankIndex"
     notification_topic_arn: str = ""
     # Every shard of a board (at most 100) is queried at once: a round of shard queries
@@ -60,12 +59,6 @@ class Settings:
         return _required(self.table_name, "TABLE_NAME", "the function has no table to use")
 
     @property
-    def idempotency_table(self) -> str:
-        return _required(
-            self.idempotency_table_name, "IDEMPOTENCY_TABLE_NAME", "Idempotency-Key cannot be remembered"
-        )
-
-    @property
     def notification_topic(self) -> str:
         return _required(self.notification_topic_arn, "NOTIFICATION_TOPIC_ARN", "notifications would be lost")
 
@@ -81,7 +74,6 @@ class Settings:
     def from_environment(cls) -> Settings:
         return cls(
             table_name=os.environ.get("TABLE_NAME", ""),
-            idempotency_table_name=os.environ.get("IDEMPOTENCY_TABLE_NAME", ""),
             rank_index_name=os.environ.get("RANK_INDEX_NAME", "RankIndex"),
             notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN", ""),
             shard_query_concurrency=_integer("SHARD_QUERY_CONCURRENCY", DEFAULT_SHARD_QUERY_CONCURRENCY),

@@ -1,11 +1,12 @@
 """Reading the sharded ranking index: pages for ``ranking.gather_top`` (from the top, or
-from the bottom up in mirrored keys), the nearest keys on either side of one, and counts
-of the entries below some bounds (the index counted, or the score buckets and one read
-inside a bucket, ``podium.buckets``)."""
+from the bottom up in mirrored keys), the nearest keys on either side of one, counts of
+the entries below some bounds (the index counted, or the score buckets and one read
+inside a bucket, ``podium.buckets``), and the listing next to one key for ``around``."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import heapq
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -80,13 +81,41 @@ def nearest(index: IndexReader, partitions: Sequence[str], key: str, limit: int,
     return [unmirror(k) for k in keys]
 
 
+def whole_listing(index: IndexReader, partitions: Sequence[str], most: int) -> list[str] | None:
+    """Every key of the listing, sorted, in one query on every shard; None when a shard
+    holds more than ``most`` (the board is bigger than its count said: it was not read)."""
+    pages = fanout.gather(lambda p: index.keys_in_range(p, None, None, limit=most + 1), partitions)
+    if any(len(page) > most for page in pages):
+        return None
+    return list(heapq.merge(*pages))
+
+
+@dataclass(frozen=True)
+class Seen:
+    """Index keys read in full up to some key: every key from ``start`` (inclusive; None:
+    the top of the listing) up to that key, sorted."""
+
+    start: str | None
+    keys: list[str]
+
+    def covers(self, key: str) -> bool:
+        """Whether every key from ``key`` up is among ``keys``."""
+        return self.start is None or self.start <= key
+
+    def at_or_after(self, key: str) -> int:
+        """How many of ``keys`` sort at or after ``key`` (all there are, when ``covers(key)``)."""
+        return len(self.keys) - bisect_left(self.keys, key)
+
+
 @dataclass(frozen=True)
 class Counted:
     """How many index entries sort below each bound, and what counting them read (read
-    units, estimated from the entries read: ``podium.cost``)."""
+    units, estimated from the entries read: ``podium.cost``); with ``keep``, the keys the
+    count read just above the greatest bound (``Seen``)."""
 
     counts: list[int]
     units: float
+    seen: Seen | None = None
 
 
 class Counting:
@@ -107,6 +136,7 @@ class Counting:
         *,
         consistent: bool = False,
         budget: float | None = None,
+        keep: bool = False,
     ) -> Counted:
         """Two exact ways, the cheaper taken:
 
@@ -122,14 +152,18 @@ class Counting:
         ``consistent`` asks for the index itself: it is counted from the top while that
         is expected to read no more than ``budget`` read units (``cost.READ_BOUND`` unless
         given); past that (a member deep in a big board) the buckets answer, read with
-        ``ConsistentRead`` so that every change the stream has applied counts."""
+        ``ConsistentRead`` so that every change the stream has applied counts.
+
+        ``keep`` reads the keys below the greatest bound rather than a COUNT of them (they
+        cost the same) and keeps them: the index from the top has every key above that
+        bound, a bucket every key from its start (``Counted.seen``)."""
         shards = len(partitions)
         entry = cost.entry_bytes(board_id, period, partitions[0], bounds)
         if total <= COUNT_INDEX_UP_TO:
-            return self.from_top(partitions, bounds, entry)
+            return self.from_top(partitions, bounds, entry, keep=keep)
         layout = self.structures.list_buckets(board_id, period, upto=max(bounds), consistent=consistent)
         if not layout:  # a board whose buckets were never built
-            return self.from_top(partitions, bounds, entry)
+            return self.from_top(partitions, bounds, entry, keep=keep)
         listed = cost.units(
             sum(BUCKET_ITEM_BYTES + len(board_id) + len(period) + len(b.lo) for b in layout),
             consistent=consistent,
@@ -143,21 +177,30 @@ class Counting:
         from_top = read_cost(sum(b.count for b in layout[: last + 1]))
         budget = cost.READ_BOUND if budget is None else budget
         if (consistent and listed + from_top <= budget) or from_top <= plan.units:
-            counted = self.from_top(partitions, bounds, entry)
-            return Counted(counted.counts, listed + counted.units)
-        return self.in_buckets(plan, partitions, bounds, entry, listed)
+            counted = self.from_top(partitions, bounds, entry, keep=keep)
+            return Counted(counted.counts, listed + counted.units, counted.seen)
+        return self.in_buckets(plan, partitions, bounds, entry, listed, keep=keep)
 
     def in_buckets(
-        self, plan: buckets.CountPlan, partitions: list[str], bounds: list[str], entry: float, listed: float
+        self,
+        plan: buckets.CountPlan,
+        partitions: list[str],
+        bounds: list[str],
+        entry: float,
+        listed: float,
+        *,
+        keep: bool = False,
     ) -> Counted:
         """Carry out a plan: each read on every shard at once (a COUNT when it serves one
-        bound in one bucket, else the keys, counted against each bound it serves)."""
+        bound in one bucket, else the keys, counted against each bound it serves; with
+        ``keep``, the keys of the read up to the greatest bound, which are kept)."""
         tasks = [(partition, read) for read in range(len(plan.reads)) for partition in partitions]
+        kept = plan.within[-1] if keep else None  # the read that serves the greatest bound
 
         def read_range(task: tuple[str, int]) -> int | list[str]:
             partition, read = task
             lo, bound = plan.reads[read]
-            if plan.serves[read] == 1 and not plan.spans[read]:
+            if plan.serves[read] == 1 and not plan.spans[read] and read != kept:
                 return self.index.count_range(partition, lo, just_below(bound))
             return self.index.keys_in_range(partition, lo, just_below(bound))
 
@@ -175,17 +218,88 @@ class Counting:
                 else:  # only the part of the read in the bound's own bucket
                     inside += bisect_left(result, bound) - bisect_left(result, start)
             counts.append(counted + inside)
-        return Counted(counts, units)
+        seen = None
+        if keep:
+            greatest = bounds[-1]
+            if kept is None:  # the bound starts its bucket: nothing above it was read
+                seen = Seen(greatest, [])
+            else:
+                pages = [r for r in found[kept] if isinstance(r, list)]
+                seen = Seen(plan.reads[kept][0] or None, list(heapq.merge(*pages)))
+        return Counted(counts, units, seen)
 
-    def from_top(self, partitions: list[str], bounds: list[str], entry: float) -> Counted:
+    def from_top(
+        self, partitions: list[str], bounds: list[str], entry: float, *, keep: bool = False
+    ) -> Counted:
         """Count the index below each of the sorted ``bounds`` in one pass on every shard:
-        a COUNT up to the bound when there is one, else the keys up to the greatest, each
-        bound counted among them. It reads the entries above the greatest bound once,
-        whatever the number of bounds."""
+        a COUNT up to the bound when there is one (and no ``keep``), else the keys up to
+        the greatest, each bound counted among them. It reads the entries above the
+        greatest bound once, whatever the number of bounds."""
         highest = just_below(bounds[-1])
-        if bounds[0] == bounds[-1]:
+        if bounds[0] == bounds[-1] and not keep:
             found = fanout.gather(lambda p: self.index.count_range(p, None, highest), partitions)
             return Counted([sum(found)] * len(bounds), sum(cost.units(n * entry) for n in found))
         pages = fanout.gather(lambda p: self.index.keys_in_range(p, None, highest), partitions)
         counts = [sum(bisect_left(page, bound) for page in pages) for bound in bounds]
-        return Counted(counts, sum(cost.units(len(page) * entry) for page in pages))
+        seen = Seen(None, list(heapq.merge(*pages))) if keep else None
+        return Counted(counts, sum(cost.units(len(page) * entry) for page in pages), seen)
+
+
+@dataclass(frozen=True)
+class Near:
+    """The listing next to a key, as ``around`` needs it: ``position`` index keys sort
+    before it; ``above`` has the keys just before it in full (at least as many as the
+    window takes); ``below`` the nearest keys after it, nearest first, exactly, and one
+    more when the listing goes on."""
+
+    position: int
+    above: Seen
+    below: list[str]
+
+
+# A board whose index is expected to fit in this many 4 KB blocks a shard is read whole for
+# ``around``: one query a shard, billed no more than the count above the member and the
+# keys below it are billed at the least (a block each).
+WHOLE_LISTING_BLOCKS = 2
+
+
+def listing_near(
+    counting: Counting, board_id: str, period: str, partitions: list[str], key: str, total: int, radius: int
+) -> Near:
+    """What ``around`` needs of the listing next to ``key``: a window of ``2·radius + 1``
+    takes up to ``2·radius`` keys from one side when the other side is short. Exact, in
+    the fewest reads:
+
+    - a board whose index is expected to fit in ``WHOLE_LISTING_BLOCKS`` blocks a shard
+      is read whole, one query a shard;
+    - else the count of the keys before ``key`` keeps the keys it reads (``keep``): the
+      index from the top has all of them, a score bucket those from its start, and
+      usually the window's. Beside it, the ``2·radius`` nearest keys below are gathered
+      (``gather_top``), so that a window at the top of the board needs no second read:
+      those few more keys a shard fit in the blocks a query reads anyway;
+    - only when the count's keys are too few (a member near the start of its bucket) are
+      the nearest keys above gathered too, after it."""
+    shards = len(partitions)
+    entry = cost.entry_bytes(board_id, period, partitions[0], [key])
+    if total * entry <= shards * WHOLE_LISTING_BLOCKS * cost.BLOCK_BYTES:
+        # A shard is read for twice the blocks expected at most, so that a count that lags
+        # the board cannot make this read the whole of a big one.
+        most = max(1, int(2 * WHOLE_LISTING_BLOCKS * cost.BLOCK_BYTES / entry))
+        listing = whole_listing(counting.index, partitions, most)
+        if listing is not None:
+            position, after = bisect_left(listing, key), bisect_right(listing, key)
+            return Near(position, Seen(None, listing[:position]), listing[after : after + 2 * radius + 1])
+    counted, below = fanout.together(
+        lambda: counting.below(board_id, period, partitions, [key], total, keep=True),
+        lambda: nearest(counting.index, partitions, key, 2 * radius, above=False),
+    )
+    assert counted.seen is not None
+    above = counted.seen
+    wanted = radius if len(below) >= radius else 2 * radius - len(below)
+    if len(above.keys) < wanted and above.start is not None:
+        # One key more than the window takes: when it has another score, the first entry's
+        # tie starts inside what is read, and its rank needs no count.
+        gathered = nearest(counting.index, partitions, key, wanted + 1, above=True)
+        exact = gathered[: wanted + 1]
+        above = Seen(exact[-1] if len(gathered) > wanted + 1 else None, sorted(exact))
+    return Near(counted.counts[0], above, below)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+EMPTY_DATA_BYTES = 2  # "{}", the data of a member added without any
 ORDERS = ("desc", "asc")
 OPERATORS = ("increment", "best", "set")
 TIE_BREAKS = ("shared", "earliest")
@@ -91,6 +92,8 @@ class Board:
     dropped_events: int = 0
     period: str | None = None  # a time-windowed board's current period, as the domain read it
     policy: BoardPolicy = field(default_factory=BoardPolicy)
+    # The bytes of the largest member data the board has held (None: made before it was kept)
+    largest_data: int | None = EMPTY_DATA_BYTES
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -117,10 +120,9 @@ class Board:
         return body
 
 
-# A score item keeps the scores it held before, newest first, as many as fit in this many
-# characters: a change read late from the stream is judged against the scores of that
-# moment (podium.notifier), and the item stays under 1 KB (1 WCU) with the longest ids.
-HISTORY_CHARS = 200
+# A score item keeps its scores before, newest first, in this many characters: a change read
+# late is judged by the scores of its moment (podium.notifier); under 1 KB with the longest ids.
+HISTORY_CHARS = 176
 
 
 class Unknown:
@@ -140,24 +142,27 @@ class ScoreState:
     score: Decimal
     version: int  # 1 for the first score of a period, one more for every change
     reached_at_us: int  # when the score became ``score``
-    # The scores held before, newest first, as (since when, score), and whether they go
-    # back to the item's first score (older ones are dropped to keep within HISTORY_CHARS).
+    # The scores held before, newest first, as (since, score); complete: back to the first.
     history: tuple[tuple[int, Decimal], ...] = ()
     history_complete: bool = True
     # A hidden member's score item is kept up to date but carries no index keys, so that
     # no ranking, and nothing the stream derives from the index keys, sees it.
     hidden: bool = False
     shown_at_us: int = 0  # when the member was last hidden or shown (0: never)
+    created_us: int = 0  # when this item (the member's incarnation) was made (0: not kept)
+    rolled_up_us: int = 0  # a ``set`` rollup target's: when the last change it took was made
 
     @classmethod
     def first(cls, score: Decimal, reached_at_us: int, hidden: bool = False) -> ScoreState:
-        return cls(score, 1, reached_at_us, hidden=hidden)
+        return cls(score, 1, reached_at_us, hidden=hidden, created_us=reached_at_us)
 
     def then(self, score: Decimal, reached_at_us: int) -> ScoreState:
         """The state after a write of ``score``: a new score remembers this one; the same
-        score (a fold that adds up to nothing) keeps its time and history."""
+        score (a fold that adds up to nothing) keeps its time and history. A new score is
+        timed after the old one even by a writer whose clock is behind (podium.stream.rollups)."""
         if score == self.score:
             return replace(self, version=self.version + 1)
+        reached_at_us = max(reached_at_us, self.reached_at_us + 1)
         held = ((self.reached_at_us, self.score), *self.history)
         kept = held
         while kept and len(encode_history(kept)) > HISTORY_CHARS:
@@ -208,11 +213,10 @@ def decode_history(text: str) -> tuple[tuple[tuple[int, Decimal], ...], bool]:
     return tuple((int(since), Decimal(score)) for since, score in pairs), complete
 
 
-# A follow that ended is remembered this long, longer than a stream keeps a record (24 h),
-# so that a change read late is judged by who followed whom at its moment.
+# An ended follow is remembered longer than a stream keeps a record (24 h), so that a change
+# read late is judged by who followed whom at its moment.
 ENDED_FOLLOW_KEEP_US = 48 * 3600 * 1_000_000
-# How long a member's inbox keeps a notification: the inbox item's TTL, and how far back a
-# page reads (expired items that DynamoDB has not removed yet cost nothing).
+# How long an inbox keeps a notification: its TTL, and how far back a page reads.
 INBOX_KEEP_SECONDS = 30 * 24 * 3600
 
 
@@ -228,15 +232,15 @@ class Rivals:
     # versions): a replacement is written only over the version it read.
     version: int = 0
 
-    def followed_at(self, rival: str, moment_us: int) -> bool:
-        """Whether this member followed ``rival`` at ``moment_us``. A list written before
-        follows had times counts its rivals as followed all along."""
+    def follow_began(self, rival: str, moment_us: int) -> int | None:
+        """When the follow of ``rival`` that held at ``moment_us`` began (0 in a list from before
+        follows had times: followed all along); None when this member did not follow it then."""
         if rival in self.ids and self.since.get(rival, 0) <= moment_us:
-            return True
+            return self.since.get(rival, 0)
         if rival in self.ended:
             began, ended = self.ended[rival]
-            return began <= moment_us < ended
-        return False
+            return began if began <= moment_us < ended else None
+        return None
 
     def replaced(self, ids: list[str], now_us: int) -> Rivals:
         """The list after replacing it by ``ids`` at ``now_us``: a rival kept keeps its

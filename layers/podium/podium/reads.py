@@ -15,7 +15,7 @@ from podium.boards import BoardService
 from podium.buckets import just_above
 from podium.errors import NotFound, ValidationError
 from podium.fanout import together
-from podium.indexreads import Counted, Counting, nearest, top_keys
+from podium.indexreads import Counted, Counting, listing_near, top_keys
 from podium.keys import RankOrder
 from podium.models import Board, IndexEntry, Page, RankedEntry, ScoreState, View
 from podium.periods import ALL_TIME
@@ -33,7 +33,16 @@ MAX_DATA_CHUNK = 100  # keys in one BatchGetItem
 # times (a 128-character board id and a 200-character member id take under 1 KiB with them):
 # a read of one is billed at most this, eventually consistent (17 blocks: 8.5 RCU).
 PROFILE_FIXED_BYTES = 128
-PROFILE_UNITS_AT_MOST = cost.units(MAX_DATA_BYTES + 1024)
+PROFILE_OVERHEAD_BYTES = 1024  # a profile item besides its data, at most (keys, dates)
+
+
+def profile_units(largest_data: int | None) -> float:
+    """What reading one profile can cost at most, on a board whose largest data is
+    ``largest_data`` bytes (None: not known, as big as data can be)."""
+    data = MAX_DATA_BYTES if largest_data is None else min(largest_data, MAX_DATA_BYTES)
+    return cost.units(data + PROFILE_OVERHEAD_BYTES)
+
+
 MAX_DATA_ROUNDS = 10  # BatchGetItems one page with data sends, one after the other
 # The board, the period's count, the member's score and the head, read in one BatchGetItem:
 # a few small items and a head of a few KB (12 KB with ids of 64 characters; docs/performance.md).
@@ -234,21 +243,25 @@ class ReadService:
         )
         if with_data:
             left = cost.READ_BOUND - VIEW_UNITS if budget is None else budget
-            ranked = self._with_data(read.board.board_id, ranked, left)
+            ranked = self._with_data(read.board, ranked, left)
             if len(ranked) < len(entries):  # the body's or the reads' limit: the next page goes on from here
                 entries, more = entries[: len(ranked)], True
         next_cursor = cursors.encode(scope, entries[-1].sort_key) if more and entries else None
         total = at_least(read.total, first_position + len(ranked) - 1)
         return Page(entries=ranked, total=total, next_cursor=next_cursor)
 
-    def _with_data(self, board_id: str, ranked: list[RankedEntry], budget: float) -> list[RankedEntry]:
+    def _with_data(self, board: Board, ranked: list[RankedEntry], budget: float) -> list[RankedEntry]:
         """The entries with their members' data, as many as fit in a body of
         ``MAX_PAGE_BYTES`` and in ``budget`` read units. A profile's size is known only once
         it is read, so each BatchGetItem asks for no more profiles than ``budget`` still
-        covers if every one were as big as a profile can be (``PROFILE_UNITS_AT_MOST``): 57
-        profiles for a budget of about 490; a page of small profiles then goes on in a few
-        more reads (``MAX_DATA_ROUNDS`` at most), while one of big profiles stops when the
-        body is full. A page holds one entry at the least, so that the listing goes on."""
+        covers if every one were as big as the board's largest data (``largestData``, kept
+        by every write of data): on a board of small data, 100 profiles a read (half a unit
+        each), and a page of 1,000 in ten reads; on a board that holds 64 KiB of data
+        somewhere, 57 profiles for a budget of about 490, and the page goes on in a few
+        more reads (``MAX_DATA_ROUNDS`` at most), or stops when the body is full. A page
+        holds one entry at the least, so that the listing goes on."""
+        board_id = board.board_id
+        at_most = profile_units(board.largest_data)
         out: list[RankedEntry] = []
         used, left = 0, budget
         for _ in range(MAX_DATA_ROUNDS):
@@ -256,7 +269,7 @@ class ReadService:
                 break
             room = MAX_PAGE_BYTES - PAGE_ENVELOPE_BYTES - used
             by_body = room * len(out) // max(used, 1) if out else MAX_DATA_CHUNK
-            chunk = min(MAX_DATA_CHUNK, int(left // PROFILE_UNITS_AT_MOST), max(1, by_body))
+            chunk = min(MAX_DATA_CHUNK, int(left // at_most), max(1, by_body))
             if chunk < 1:
                 if out:
                     break
@@ -314,40 +327,30 @@ class ReadService:
 
     def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
         """The ``2·radius + 1`` entries of the listing around the member, shifted to stay
-        full at either end. The nearest keys above and below are gathered exactly, each
-        side as a top read gathers (the upper side on the listing read bottom-up), side by
-        side with the member's position and rank, counted as ``rank`` counts; a second
-        round reads what the window still lacks at an end, and one more count is needed
-        only when the window opens inside a tie that starts above it."""
+        full at either end, with exact ranks: the member's position is counted as ``rank``
+        counts, and the keys above it come with that count (``indexreads.listing_near``
+        has the reads). The first entry's rank is its position unless it shares a score
+        with an entry before it: the keys read above tell that tie's start, and only a
+        tie that starts above all of them needs one more count."""
         read = self._read(board_id, requested_period, member_id=member_id)
         order = read.order
         me = self._entry(read, member_id, read.view.score)
-        partitions = read.partitions
-        bounds = [me.sort_key] if order.earliest else [order.score_bound(me.score), me.sort_key]
-        above, below, counts = together(
-            lambda: nearest(self.index, partitions, me.sort_key, radius + 1, above=True),
-            lambda: nearest(self.index, partitions, me.sort_key, radius, above=False),
-            lambda: self._count(read, bounds).counts,
+        near = listing_near(
+            self.counting, board_id, read.period, read.partitions, me.sort_key, read.total, radius
         )
-        # At an end of the board the window takes more from the other side: up to 2·radius,
-        # and above one more, to see whether the window's first entry opens a tie.
-        # (A side that came back with its witness, one key past its limit, goes on.)
-        wanted_above = 2 * radius - len(below) + 1
-        wanted_below = 2 * radius - len(above)
-        if len(below) < radius and len(above) == radius + 2 and wanted_above > len(above):
-            above = nearest(self.index, partitions, me.sort_key, wanted_above, above=True)
-        elif len(above) < radius and len(below) == radius + 1 and wanted_below > len(below):
-            below = nearest(self.index, partitions, me.sort_key, wanted_below, above=False)
-        take_above, take_below = around_window(list(reversed(above)), below, radius)
-        window = decode(order, [*reversed(above[:take_above]), me.sort_key, *below[:take_below]])
-        first = window[0]
+        above = near.above.keys
+        take_above, take_below = around_window(above, near.below, radius)
+        window = decode(order, [*above[len(above) - take_above :], me.sort_key, *near.below[:take_below]])
+        first_position = near.position + 1 - take_above
         previous = None
         if not order.earliest:
-            if first.score == me.score:
-                previous = (me.score, counts[0] + 1)
-            elif take_above < len(above) and order.parse(above[take_above])[0] == first.score:
-                previous = (first.score, self._count(read, [order.score_bound(first.score)]).counts[0] + 1)
-        first_position = counts[-1] + 1 - take_above
+            first = window[0]
+            bound = order.score_bound(first.score)
+            if near.above.covers(bound):
+                better = near.position - near.above.at_or_after(bound)
+            else:
+                better = self._count(read, [bound]).counts[0]
+            previous = (first.score, better + 1)
         ranked = assign_ranks(
             window, earliest=order.earliest, first_position=first_position, previous=previous
         )

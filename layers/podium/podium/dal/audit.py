@@ -29,6 +29,7 @@ SCAN_ATTRIBUTES = {
     "#h": "h",
     "#hd": "hd",
     "#ht": "ht",
+    "#rt": "rt",  # a repair writes the item again: with what it remembers of its rollups
     "#rpk": "rpk",
     "#rsk": "rsk",
     "#hidden": "hidden",

@@ -7,7 +7,9 @@ from typing import Any
 
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
-from podium.models import Board, BoardPolicy, View
+from podium.models import EMPTY_DATA_BYTES, Board, BoardPolicy, View
+
+NOTED_BOARDS = 10_000  # boards whose data size one instance remembers (``DataSizes``)
 
 
 class Boards:
@@ -139,3 +141,31 @@ class Boards:
             score=codecs.score_from_item(score_item) if score_item else None,
             head=codecs.head_from_item(head_item) if head_item else None,
         )
+
+
+class DataSizes:
+    """The board's ``largestData``: the size of the largest member data it has held, which
+    readers size their reads of profiles by. Raised before bigger data is written, never
+    lowered. A board is written only when data is bigger than this instance has made sure
+    the board records, so a board's usual sizes cost one write per instance at most."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+        self._noted: dict[str, int] = {}
+
+    def note(self, board_id: str, text: str) -> None:
+        """Before data ``text`` (serialised) is written to a member of the board."""
+        size = len(text.encode("utf-8"))
+        if size <= self._noted.get(board_id, EMPTY_DATA_BYTES):
+            return
+        # A board made before it was kept records none, and keeps recording none: its
+        # older data may be bigger than any seen since.
+        self.tables.update(
+            schema.board_key(board_id),
+            "SET largestData = :s",
+            ConditionExpression="largestData < :s",
+            ExpressionAttributeValues={":s": {"N": str(size)}},
+        )
+        if len(self._noted) >= NOTED_BOARDS:
+            self._noted.clear()
+        self._noted[board_id] = size

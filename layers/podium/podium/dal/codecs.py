@@ -46,6 +46,8 @@ def board_item(board: Board) -> Item:
         "createdAt": {"S": timestamp(board.created_at)},
         "memberCount": {"N": "0"},
     }
+    if board.largest_data is not None:
+        item["largestData"] = {"N": str(board.largest_data)}
     if board.title is not None:
         item["title"] = {"S": board.title}
     item.update(policy_attributes(board.policy))
@@ -98,6 +100,7 @@ def board_from_item(board_id: str, item: Item) -> Board:
         member_count=max(0, int(values.get("memberCount", 0))),
         dropped_events=int(values.get("droppedEvents", 0)),
         policy=policy_from_values(values),
+        largest_data=int(values["largestData"]) if "largestData" in values else None,
     )
 
 
@@ -116,6 +119,10 @@ def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: 
         attributes["rsk"] = {"S": sort_key}
     if state.shown_at_us:
         attributes["ht"] = {"N": str(state.shown_at_us)}
+    if state.created_us:
+        attributes["ci"] = {"N": str(state.created_us)}
+    if state.rolled_up_us:
+        attributes["rt"] = {"N": str(state.rolled_up_us)}
     if state.version > 1:
         attributes["h"] = {"S": state.history_text()}
     if expires is not None:  # a period's ranking expires once it is past retainPeriods
@@ -131,7 +138,11 @@ def score_from_item(item: Item) -> ScoreState:
     history, complete = decode_history(item["h"]["S"]) if "h" in item else ((), version == 1)
     hidden = bool(item.get("hd", {}).get("BOOL", False))
     shown_at = int(item["ht"]["N"]) if "ht" in item else 0
-    return ScoreState(score, version, int(item["t"]["N"]), history, complete, hidden, shown_at)
+    created = int(item["ci"]["N"]) if "ci" in item else 0
+    rolled_up = int(item["rt"]["N"]) if "rt" in item else 0
+    return ScoreState(
+        score, version, int(item["t"]["N"]), history, complete, hidden, shown_at, created, rolled_up
+    )
 
 
 def profile_from_item(item: Item) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from podium import fanout, numbers
 from podium.dal import codecs, idempotency, schema
+from podium.dal.boards import DataSizes
 from podium.dal.client import (
     UNCONFIRMED,
     AlreadyApplied,
@@ -44,11 +45,12 @@ def _live(profile: Item | None) -> Item | None:
 class Members:
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
+        self._data_sizes = DataSizes(tables)
 
     def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None:
-        item = self.tables.get(
-            schema.score_key(board_id, member_id, period), consistent=True, projection="s, v, t, h, hd, ht"
-        )
+        # Every attribute a write of the state puts back (``rt`` too: a rollup target's).
+        key = schema.score_key(board_id, member_id, period)
+        item = self.tables.get(key, consistent=True, projection="s, v, t, h, hd, ht, rt")
         return codecs.score_from_item(item) if item else None
 
     def get_member(
@@ -148,9 +150,11 @@ class Members:
         """Create the profile and (unless ``score`` is None) score items together, with
         ``mark``, the mark of the stream record that causes it; False, writing nothing,
         when any of them exists."""
+        text = numbers.dumps(data)
+        self._data_sizes.note(board_id, text)
         profile = {
             **schema.profile_key(board_id, member_id),
-            "data": {"S": numbers.dumps(data)},
+            "data": {"S": text},
             "createdAt": {"S": timestamp(now)},
             "updatedAt": {"S": timestamp(now)},
         }
@@ -183,6 +187,7 @@ class Members:
         values: dict[str, Any] = {":u": {"S": timestamp(now)}}
         if data is not None:
             values[":d"] = {"S": numbers.dumps(data)}
+            self._data_sizes.note(board_id, values[":d"]["S"])
         if hidden:
             names += ", #hd = :hidden"
         if hidden_was or hidden:

@@ -21,7 +21,7 @@ FOLLOWERS = "F#"  # follower edges of a rival
 INBOX = "N#"  # a member's notifications
 EVENTS = "P#"  # a member's logged events, over EVENT_BUCKETS partitions
 EVENT_ID_CLAIM = "EID#"
-FANOUT = "J#"  # an overtaken fan-out told a chunk at a time: J#{boardId}#{memberId} / eventId
+FANOUT = "J#"  # a job over a member's followers, a chunk at a time: J#{boardId}#{memberId} / job id
 SNAPSHOTS = "S#"
 TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.counttree)
 CATALOG = "CATALOG"
@@ -49,6 +49,7 @@ COUNT_MARK = "STREAM#"  # + eventId: a member count
 ROLLUP_MARK = "ROLLUP#"  # + target # eventId
 FOLD_MARK = "FOLD#"  # + member pk # fold id
 BUCKETS_MARK = "BUCKETS#"  # + eventId
+LEADER_MARK = "LEADCHECK#"  # + eventId: the notifier judged the record for the leader
 MARK_TTL_SECONDS = 2 * 24 * 3600  # longer than a stream's 24-hour retention
 
 # A member being deleted: its profile carries ``gone`` (when the delete began, µs) until the
@@ -138,9 +139,29 @@ def parse_fanout_pk(pk: str) -> tuple[str, str]:
     return board_id, member_id
 
 
-def fanout_key(board_id: str, member_id: str, event_id: str) -> Key:
-    """The fan-out of the change that stream record ``event_id`` carried."""
-    return key(fanout_pk(board_id, member_id), event_id)
+# A job's kind is read off its sort key (its id): an overtaken fan-out's is the eventId of
+# the score change it tells (as every job's was before there were kinds), a forgetting's
+# FORGET_JOB + the eventId of the profile's removal, so that one query finds a member's
+# pending forgettings without reading its fan-outs.
+JOB_OVERTAKEN = "overtaken"
+JOB_FORGET = "forget"
+FORGET_JOB = "forget#"
+
+
+def job_id(kind: str, event_id: str) -> str:
+    return f"{FORGET_JOB}{event_id}" if kind == JOB_FORGET else event_id
+
+
+def parse_job_id(job: str) -> tuple[str, str]:
+    """A job's sort key -> (kind, the eventId of the stream record that began it)."""
+    if job.startswith(FORGET_JOB):
+        return JOB_FORGET, job[len(FORGET_JOB) :]
+    return JOB_OVERTAKEN, job
+
+
+def fanout_key(board_id: str, member_id: str, job: str) -> Key:
+    """The job ``job`` (its id: ``job_id``) over the followers of ``member_id``."""
+    return key(fanout_pk(board_id, member_id), job)
 
 
 def leader_key(board_id: str, period: str) -> Key:
@@ -258,6 +279,10 @@ def buckets_mark(event_id: str) -> str:
     return f"{BUCKETS_MARK}{event_id}"
 
 
+def leader_mark(event_id: str) -> str:
+    return f"{LEADER_MARK}{event_id}"
+
+
 def mark_key(mark: str) -> Key:
     return key(mark, APPLIED)
 
@@ -275,7 +300,7 @@ def mark_item(mark: str) -> dict[str, Any]:
 # change of a member's data), logged events, and every change of a score; the notifier every
 # change of a score, member profiles going (it forgets a deleted member's social data, in
 # stream order before any later change of a member added again under the same id), and its
-# own fan-outs while they are pending (each write of one is the next chunk's record).
+# own jobs while they are pending (each write of one is the next chunk's record).
 _SCORES = {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": SCORE}]}}}}
 _HIDDEN = {"hidden": {"BOOL": [True]}}
 AGGREGATOR_FILTERS = [
@@ -285,9 +310,9 @@ AGGREGATOR_FILTERS = [
     {"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": EVENTS}]}}}},
     _SCORES,
 ]
-# A fan-out item's attributes (read by the dal, and by stream.records from its stream image).
+# A job item's attributes (read by the dal, and by stream.records from its stream image).
 FANOUT_PENDING = "pending"  # true until its last chunk
-FANOUT_CHANGE = "job"  # the change, as the notifier wrote it (JSON)
+FANOUT_CHANGE = "job"  # what the job works from, as the notifier wrote it (JSON)
 FANOUT_CURSOR = "c"  # the last follower told; absent: none yet
 FANOUT_STEP = "n"  # one more at every write of the item
 NOTIFIER_FILTERS = [

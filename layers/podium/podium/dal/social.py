@@ -10,7 +10,14 @@ from typing import Any
 
 from podium import numbers
 from podium.dal import codecs, schema
-from podium.dal.client import ItemMissing, Tables, VersionConflict, deserializer, serializer
+from podium.dal.client import (
+    AlreadyApplied,
+    ItemMissing,
+    Tables,
+    VersionConflict,
+    deserializer,
+    serializer,
+)
 from podium.models import LeaderState, Notification, Rivals, ScoreState
 
 
@@ -161,17 +168,16 @@ class Social:
             )
         return states
 
-    # -- fan-outs told a chunk at a time -------------------------------------------------------
+    # -- jobs over a member's followers, a chunk at a time ------------------------------------
 
-    def start_fanout(
-        self, board_id: str, member_id: str, event_id: str, change: str, cursor: str | None
-    ) -> bool:
-        """Write the pending fan-out of the change that stream record ``event_id`` carried,
-        told up to follower ``cursor`` (None: none yet); False when it exists already (the
-        record was delivered before). Its stream record is the next chunk's turn."""
+    def start_fanout(self, board_id: str, member_id: str, job: str, body: str, cursor: str | None) -> bool:
+        """Write the pending job ``job`` (its id, ``schema.job_id``: of the stream record that
+        began it) over the followers of ``member_id``, what it works from (``body``) and how
+        far it went (``cursor``: the last follower done, None: none yet); False when it exists
+        already (the record was delivered before). Its stream record is the next chunk's turn."""
         item: dict[str, Any] = {
-            **schema.fanout_key(board_id, member_id, event_id),
-            schema.FANOUT_CHANGE: {"S": change},
+            **schema.fanout_key(board_id, member_id, job),
+            schema.FANOUT_CHANGE: {"S": body},
             schema.FANOUT_STEP: {"N": "0"},
             schema.FANOUT_PENDING: {"BOOL": True},
         }
@@ -180,12 +186,12 @@ class Social:
         return self.tables.put_if_absent(item)
 
     def advance_fanout(
-        self, board_id: str, member_id: str, event_id: str, step: int, cursor: str | None, done: bool
+        self, board_id: str, member_id: str, job: str, step: int, cursor: str | None, done: bool
     ) -> bool:
-        """Move a pending fan-out read at ``step`` on to ``cursor`` (its stream record is the
+        """Move a pending job read at ``step`` on to ``cursor`` (its stream record is the
         next chunk's turn), or end it (``done``: it then expires after the stream's retention,
-        so that a redelivered change still finds it). False when it is no longer at ``step``:
-        another delivery of the same chunk moved it already."""
+        so that a redelivered record that began it still finds it). False when it is no
+        longer at ``step``: another delivery of the same chunk moved it already."""
         names = {"#n": schema.FANOUT_STEP, "#p": schema.FANOUT_PENDING, "#c": schema.FANOUT_CURSOR}
         values: dict[str, Any] = {
             ":step": {"N": str(step)},
@@ -203,23 +209,28 @@ class Social:
             expression = "SET #n = :next, #c = :c"
             values[":c"] = {"S": cursor}
         return self.tables.update(
-            schema.fanout_key(board_id, member_id, event_id),
+            schema.fanout_key(board_id, member_id, job),
             expression,
             ConditionExpression="#n = :step AND #p = :t",
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
 
-    def pending_fanouts(self, board_id: str, member_id: str) -> list[tuple[str, str, str | None, int]]:
-        """The member's fan-outs still pending, as (event id, change, cursor, step)."""
+    def pending_fanouts(
+        self, board_id: str, member_id: str, forgets_only: bool = False
+    ) -> list[tuple[str, str, str | None, int]]:
+        """The jobs over the member's followers still pending, as (job id, body, cursor,
+        step). With ``forgets_only``, only its forgettings: a range of sort keys, so that the
+        query reads none of its fan-outs (a popular member's finished ones stay two days)."""
+        condition, values = "pk = :p", {":p": {"S": schema.fanout_pk(board_id, member_id)}}
+        if forgets_only:
+            condition += " AND begins_with(sk, :f)"
+            values[":f"] = {"S": schema.FORGET_JOB}
         request: dict[str, Any] = {
-            "KeyConditionExpression": "pk = :p",
+            "KeyConditionExpression": condition,
             "FilterExpression": "#p = :t",
             "ExpressionAttributeNames": {"#p": schema.FANOUT_PENDING},
-            "ExpressionAttributeValues": {
-                ":p": {"S": schema.fanout_pk(board_id, member_id)},
-                ":t": {"BOOL": True},
-            },
+            "ExpressionAttributeValues": {**values, ":t": {"BOOL": True}},
             "ConsistentRead": True,
         }
         return [
@@ -273,24 +284,21 @@ class Social:
         )
         return [codecs.notification_from_item(item) for item in items], next_key
 
-    def clear_inbox(self, board_id: str, member_id: str, upto_us: int) -> int:
-        """Delete the member's notifications created at ``upto_us`` or before, a page (1 MB of
-        keys) at a time; how many there were."""
+    def clear_inbox(self, board_id: str, member_id: str, upto_us: int, limit: int) -> tuple[int, bool]:
+        """Delete up to ``limit`` of the member's notifications created at ``upto_us`` or
+        before (the oldest first: one query of ``limit`` keys); how many, and whether more
+        may be left. Deleted, they are not found again: no cursor is needed."""
+        pk = schema.inbox_pk(board_id, member_id)
         request: dict[str, Any] = {
             "KeyConditionExpression": "pk = :p AND sk < :b",
-            "ExpressionAttributeValues": {
-                ":p": {"S": schema.inbox_pk(board_id, member_id)},
-                ":b": {"S": schema.inbox_bound(upto_us + 1)},
-            },
+            "ExpressionAttributeValues": {":p": {"S": pk}, ":b": {"S": schema.inbox_bound(upto_us + 1)}},
             "ProjectionExpression": "sk",
+            "Limit": limit,
         }
-        deleted = 0
-        for response in self.tables.query_pages(request):
-            keys = [item["sk"]["S"] for item in response.get("Items", [])]
-            pk = schema.inbox_pk(board_id, member_id)
-            self.tables.batch_write([{"DeleteRequest": {"Key": schema.key(pk, k)}} for k in keys])
-            deleted += len(keys)
-        return deleted
+        response = next(self.tables.query_pages(request))
+        keys = [item["sk"]["S"] for item in response.get("Items", [])]
+        self.tables.batch_write([{"DeleteRequest": {"Key": schema.key(pk, k)}} for k in keys])
+        return len(keys), "LastEvaluatedKey" in response
 
     # -- the leader -----------------------------------------------------------------------
 
@@ -318,9 +326,13 @@ class Social:
         expected_version: int | None,
         leader: tuple[str, str, Decimal] | None,
         pending: list[Notification],
+        event_id: str,
     ) -> bool:
-        """Record a new leader with the notifications it causes, if nobody else changed
-        the record since version ``expected_version`` (None: no record yet)."""
+        """Record a new leader with the notifications it causes, as stream record
+        ``event_id``'s judgment, if nobody else changed the record since version
+        ``expected_version`` (None: no record yet); False when somebody did. The leader
+        item and the record's mark are written in one transaction, so a record's judgment
+        takes effect once: AlreadyApplied when the record was judged before."""
         item: dict[str, Any] = {
             **schema.leader_key(board_id, period),
             "lv": {"N": str((expected_version or 0) + 1)},
@@ -331,13 +343,25 @@ class Social:
             item["s"] = serializer.serialize(leader[2])
         if pending:
             item["pending"] = {"S": numbers.dumps([codecs.notification_to_json(n) for n in pending])}
+        put: dict[str, Any] = {"Item": item}
         if expected_version is None:
-            return self.tables.put_if_absent(item)
-        return self.tables.put(
-            item,
-            ConditionExpression="lv = :v",
-            ExpressionAttributeValues={":v": {"N": str(expected_version)}},
-        )
+            put["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            put["ConditionExpression"] = "lv = :v"
+            put["ExpressionAttributeValues"] = {":v": {"N": str(expected_version)}}
+        codes = self.tables.transact([self.tables.mark_put(schema.leader_mark(event_id)), {"Put": put}])
+        if codes is None:
+            return True
+        if codes[0] == "ConditionalCheckFailed":
+            raise AlreadyApplied(event_id)
+        if codes[1] == "ConditionalCheckFailed":
+            return False
+        raise RuntimeError(f"the leader was not recorded: {codes}")
+
+    def mark_leader_judged(self, event_id: str) -> None:
+        """Remember that stream record ``event_id`` was judged for the leader and changed
+        nothing (its judgment that changes the leader writes the mark itself)."""
+        self.tables.put(schema.mark_item(schema.leader_mark(event_id)))
 
     def clear_leader_pending(self, board_id: str, period: str, version: int) -> None:
         # If a newer leader record replaced ours (the condition fails), its own pending

@@ -19,29 +19,36 @@ Each notification's id derives from the stream record that caused it, so a recor
 chunk) delivered twice yields each notification once in the inbox. A leader change is
 recorded together with the notifications it causes (compare-and-set on the leader item),
 then delivered, so that neither a crash nor a concurrent consumer loses or doubles one.
+Each record is judged for the leader once: its judgment leaves a mark (``LEADCHECK#``),
+so a record delivered again after later ones moved the leader announces nothing new.
 Delivery stores the notification in the inbox first and publishes to SNS only if it is
 not yet marked published: a publish is retried, never silently dropped.
 
-A member's profile removed (a DELETE) makes the notifier forget it (``stream.forget``),
-once its pending fan-outs are told.
+A member's profile removed (a DELETE) makes the notifier forget it (``stream.forget``): the
+same kind of job, a chunk of followers at a time, begun once the member's pending fan-outs
+of changes before its delete are told (they are judged by the follows it removes). A change
+of a member added again under the same id, told while the job still goes on, counts no
+follow begun before the delete (docs/streams.md, "A deleted member forgotten in chunks").
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from podium import fanout, keys
 from podium.config import DEFAULT_FANOUT_CHUNK_SIZE
+from podium.errors import AlreadyApplied
 from podium.indexreads import read_keys
 from podium.models import INBOX_KEEP_SECONDS, BoardSettings, LeaderState, Notification, Unknown
 from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
 from podium.ranking import merge_shards
-from podium.stream.forget import forget
+from podium.stream import forget
 from podium.stream.records import (
+    FORGET,
+    OVERTAKEN,
     FanoutJob,
     ScoreRecord,
     derived_id,
@@ -75,21 +82,22 @@ class Notifier:
         self.publisher = publisher
         self.settings_of = settings_of
         self.chunk_size = chunk_size
-        self.budget = chunk_size  # followers this invocation may still tell
+        # Followers this invocation may still tell or forget (and a deleted member's
+        # notifications it may still delete).
+        self.budget = chunk_size
 
     def begin(self) -> None:
-        """A new invocation (a batch of records): it tells at most one chunk of followers."""
+        """A new invocation (a batch of records): it does at most one chunk of followers."""
         self.budget = self.chunk_size
 
     def apply(self, raw: dict[str, Any]) -> None:
         removal = member_removal(raw)
         if removal is not None:
-            self.finish_fanouts(removal.board_id, removal.member_id)
-            forget(self.social, removal)
+            self.start_forget(FanoutJob.forgetting(removal))
             return
         job = fanout_job(raw)
         if job is not None:
-            self.continue_fanout(job)
+            self.continue_job(job)
             return
         record = score_record(raw)
         if record is None:
@@ -111,43 +119,77 @@ class Notifier:
             cursor, more = self._tell_chunk(job, settings, self.budget)
         else:  # this invocation has told its chunk: only see whether anyone follows
             cursor, more = None, bool(self.social.followers_page(job.board_id, job.member_id, 1, None)[0])
-        if more and self.social.start_fanout(job.board_id, job.member_id, job.event_id, job.change(), cursor):
+        if more and self.social.start_fanout(job.board_id, job.member_id, job.job_id, job.body(), cursor):
             log.info("%s's change on %s goes on in chunks, after %s", job.member_id, job.board_id, cursor)
 
-    def continue_fanout(self, job: FanoutJob) -> None:
-        """Tell the next chunk of a pending fan-out and move its item on (or end it). An
-        invocation that has told its chunk writes the item again unchanged instead, so
-        that its record comes back to a later one."""
+    def continue_job(self, job: FanoutJob) -> None:
+        """Do the next chunk of a pending job (tell its followers, or forget) and move its
+        item on (or end it). An invocation that has done its chunk writes the item again
+        unchanged instead, so that its record comes back to a later one."""
         cursor, more = job.cursor, True
-        if self.budget > 0:
+        if self.budget > 0 and job.kind == FORGET:
+            cursor, more = self._forget_chunk(job)
+        elif self.budget > 0:
             cursor, more = self._tell_chunk(job, self.settings_of(job.board_id), self.budget)
         moved = self.social.advance_fanout(
-            job.board_id, job.member_id, job.event_id, job.step, cursor, done=not more
+            job.board_id, job.member_id, job.job_id, job.step, cursor, done=not more
         )
-        if not moved:  # a redelivery: the chunk was told and the item moved on before
-            log.info("the fan-out %s of %s was past step %d", job.event_id, job.member_id, job.step)
+        if not moved:  # a redelivery: the chunk was done and the item moved on before
+            log.info("the %s job %s of %s was past step %d", job.kind, job.event_id, job.member_id, job.step)
 
-    def finish_fanouts(self, board_id: str, member_id: str) -> None:
-        """Tell the rest of a deleted member's pending fan-outs before it is forgotten: they
-        are judged by follows that forgetting removes. This is bounded as forgetting is (by
-        the followers), not by the chunk; each chunk's progress is written first, so a retry
-        goes on from there."""
-        settings = self.settings_of(board_id)
-        for _ in range(MAX_ATTEMPTS):
-            pending = self.social.pending_fanouts(board_id, member_id)
-            if not pending:
-                return
-            for stored in pending:
-                job, more = FanoutJob.stored(board_id, member_id, *stored), True
-                while more:
-                    cursor, more = self._tell_chunk(job, settings, self.chunk_size)
-                    done = not more
-                    if not self.social.advance_fanout(
-                        board_id, member_id, job.event_id, job.step, cursor, done
-                    ):
-                        break  # its stream record moved it meanwhile: read it again
-                    job = replace(job, cursor=cursor, step=job.step + 1)
-        raise RuntimeError(f"the fan-outs of {member_id} on {board_id} kept moving under the notifier")
+    def _pending(self, board_id: str, member_id: str, forgets_only: bool = False) -> list[FanoutJob]:
+        stored = self.social.pending_fanouts(board_id, member_id, forgets_only)
+        return [FanoutJob.stored(board_id, member_id, *job) for job in stored]
+
+    # -- forgetting a deleted member, a chunk at a time ----------------------------------
+
+    def start_forget(self, job: FanoutJob) -> None:
+        """Forget what the invocation may of a deleted member, on its profile's removal; if
+        anything may be left, write the job item (only if absent) whose stream record goes
+        on, as a fan-out's does. A redelivered removal does a chunk again (from the first
+        edge left; every change it makes is conditional) and leaves the rest to the item."""
+        cursor, more = self._forget_chunk(job) if self.budget > 0 else (None, True)
+        if more and self.social.start_fanout(job.board_id, job.member_id, job.job_id, job.body(), cursor):
+            log.info("forgetting %s on %s goes on in chunks, after %s", job.member_id, job.board_id, cursor)
+
+    def _forget_chunk(self, job: FanoutJob) -> tuple[str | None, bool]:
+        """As much of the forgetting as the invocation's chunk allows: the rest of the
+        member's fan-outs of changes before its delete first (they are judged by the follows
+        forgetting removes), then its followers after the cursor, then its inbox. The cursor
+        after it, and whether anything may be left.
+
+        Only a job not yet begun on the followers (no cursor) looks for fan-outs: every one of
+        the deleted member's changes was read before its removal, so their items exist before
+        the job does, and the job begins on the followers only once none is pending."""
+        if job.cursor is None and not self._tell_fanouts_before(job):
+            return None, True
+        if self.budget <= 0:
+            return job.cursor, True
+        cursor, more, read = forget.forget_followers(self.social, job, self.budget)
+        self.budget -= read
+        if more or self.budget <= 0:  # the followers first; the inbox in a later chunk
+            return cursor, True
+        cleared, more = forget.clear_inbox(self.social, job, self.budget)
+        self.budget -= cleared
+        return cursor, more
+
+    def _tell_fanouts_before(self, forgetting: FanoutJob) -> bool:
+        """Tell, as far as the invocation's chunk goes, the rest of the deleted member's
+        fan-outs of changes made before its delete, each chunk's progress written (so that a
+        retry, or the fan-out's own record, goes on from there); True when none is left."""
+        settings = self.settings_of(forgetting.board_id)
+        for job in self._pending(forgetting.board_id, forgetting.member_id):
+            if job.kind != OVERTAKEN or job.changed_us > forgetting.changed_us:
+                continue  # another forgetting, or a change of the member added again
+            if self.budget <= 0:
+                return False
+            cursor, more = self._tell_chunk(job, settings, self.budget)
+            moved = self.social.advance_fanout(
+                job.board_id, job.member_id, job.job_id, job.step, cursor, done=not more
+            )
+            if more or not moved:  # more to tell, or its own record moved it meanwhile
+                return False
+        return True
 
     def _tell_chunk(self, job: FanoutJob, settings: BoardSettings, limit: int) -> tuple[str | None, bool]:
         """Tell the overtaken among up to ``limit`` followers after the job's cursor (their
@@ -166,11 +208,13 @@ class Notifier:
         history keeps is not told (logged): better silent than wrong."""
         if not followers:
             return []
-        moment = job.changed_us
-        found = []
+        moment, new = job.changed_us, job.new
+        assert new is not None  # an overtaken job's change always has a new score
+        found: list[tuple[int, Notification]] = []
         states = self.social.follower_states(job.board_id, followers, job.period)
         for follower, (state, rivals) in states.items():
-            if state is None or state.hidden or not rivals.followed_at(job.member_id, moment):
+            began = rivals.follow_began(job.member_id, moment)
+            if state is None or state.hidden or began is None:
                 continue  # gone, hidden, or not following the member when it changed
             score = state.score_at(moment)
             if score is None:
@@ -184,17 +228,37 @@ class Notifier:
                 )
                 continue
             was_better = job.old is not None and settings.is_better(job.old, score)
-            if not was_better and settings.is_better(job.new, score):
-                found.append(
-                    _notification(
-                        job, "overtaken", to=follower, score=score, by=job.member_id, by_score=job.new
-                    )
+            if not was_better and settings.is_better(new, score):
+                told = _notification(
+                    job, "overtaken", to=follower, score=score, by=job.member_id, by_score=new
                 )
-        return found
+                found.append((began, told))
+        if not found:
+            return []
+        # A follow begun before the member's latest delete was a follow of the member deleted,
+        # which a pending forgetting has not yet reached: it does not count.
+        deleted = self._deleted_before(job)
+        return [told for began, told in found if began >= deleted]
+
+    def _deleted_before(self, job: FanoutJob) -> int:
+        """When the member was last deleted before the change, if forgetting that member
+        still goes on (0 if not): one query of its pending forgettings, asked only when the
+        change tells someone."""
+        moments = [f.changed_us for f in self._pending(job.board_id, job.member_id, forgets_only=True)]
+        return max((at for at in moments if at < job.changed_us), default=0)
 
     # -- newLeader --------------------------------------------------------------------
 
     def check_leader(self, record: ScoreRecord, settings: BoardSettings) -> None:
+        """Judge whether the record changed the board's leader, once per record.
+
+        A record delivered again may come after later records of its batch moved the leader
+        (a member that led fell back or was hidden): judged again against that leader, it
+        would announce a lead that was told, or not, the first time. So each judgment is
+        remembered by a mark of its record, written with the leader it changes (one
+        transaction) or after a judgment that changes nothing, and a record whose mark
+        exists changes nothing. A record that was never judged still is, however late it
+        comes (another shard's, or one whose member has moved on since)."""
         for _ in range(MAX_ATTEMPTS):
             known = self.social.get_leader(record.board_id, record.period)
             if known is not None and known.pending:
@@ -202,10 +266,18 @@ class Notifier:
                 continue
             decision = self._next_leader(record, known, settings)
             if decision is None:
+                self.social.mark_leader_judged(record.event_id)
                 return
             leader, pending = decision
             version = known.version if known else None
-            if self.social.swap_leader(record.board_id, record.period, version, leader, pending):
+            try:
+                swapped = self.social.swap_leader(
+                    record.board_id, record.period, version, leader, pending, record.event_id
+                )
+            except AlreadyApplied:
+                log.info("the leader check of %s was done before", record.event_id)
+                return
+            if swapped:
                 if pending:
                     self._deliver_pending(record, pending, (version or 0) + 1)
                 return

@@ -39,6 +39,10 @@ class ScoreRecord:
     # The member is hidden after the change: its item has no index keys, and its change
     # is seen by no ranking and told to no one.
     hidden: bool = False
+    # Where the change stands among its member's changes, also across a delete and a new
+    # start: (when the item was made, its version after the change); a removal comes one
+    # version after the item it removes. Records of one item compare in the order written.
+    version: tuple[int, int] = (0, 0)
 
     @property
     def changed(self) -> bool:
@@ -93,7 +97,14 @@ def score_record(record: Record) -> ScoreRecord | None:
         changed_us=int(reached) if reached is not None else int(approximate * 1_000_000),
         written_us=int(max(_number(new_image, "t") or 0, _number(old_image, "t") or 0)),
         hidden=hidden,
+        version=_version(new_image, old_image),
     )
+
+
+def _version(new_image: Record | None, old_image: Record | None) -> tuple[int, int]:
+    image, after = (new_image, 0) if new_image else (old_image, 1)
+    created, version = _number(image, "ci"), _number(image, "v")
+    return int(created or 0), int(version or 0) + after
 
 
 def _shown(image: Record | None, flag: str) -> int:
@@ -127,6 +138,7 @@ def count_change(record: Record) -> CountChange | None:
 class MemberRemoval:
     """A member's profile deleted: the member is gone from the board."""
 
+    event_id: str
     board_id: str
     member_id: str
     # When its delete began (the profile's tombstone), the same on every delivery; from the
@@ -143,26 +155,37 @@ def member_removal(record: Record) -> MemberRemoval | None:
     gone = _number(stream.get("OldImage"), schema.TOMBSTONE)
     approximate = Decimal(str(stream.get("ApproximateCreationDateTime", 0)))
     deleted = int(gone) if gone is not None else int(approximate * 1_000_000)
-    return MemberRemoval(board_id, member_id, deleted)
+    return MemberRemoval(str(record["eventID"]), board_id, member_id, deleted)
+
+
+OVERTAKEN = schema.JOB_OVERTAKEN
+FORGET = schema.JOB_FORGET
 
 
 @dataclass(frozen=True)
 class FanoutJob:
-    """The overtaken fan-out of one score change, told a chunk of followers at a time: the
-    change as its stream record carried it (judged as of ``changed_us``, whenever a chunk
-    runs), the last follower told (``cursor``, in id order; None: none yet) and how many
-    times the job was written since it began (``step``: each write is conditional on it, so
-    a redelivered chunk is told apart from the next one)."""
+    """Work over the followers of one member, done a chunk of followers at a time, of one
+    of two kinds:
 
-    event_id: str
+    * ``OVERTAKEN``: tell the followers a score change passed. The change as its stream
+      record carried it (judged as of ``changed_us``, whenever a chunk runs).
+    * ``FORGET``: take a deleted member out of its followers' lists, then clear its inbox,
+      both up to the delete's moment (``changed_us``: the profile's tombstone).
+
+    Either way: the last follower done (``cursor``, in id order; None: none yet) and how
+    many times the job was written since it began (``step``: each write is conditional on
+    it, so a redelivered chunk is told apart from the next one)."""
+
+    event_id: str  # of the stream record that began the job
     board_id: str
     member_id: str
     period: str
     old: Decimal | None
-    new: Decimal
+    new: Decimal | None  # None only for FORGET
     changed_us: int
     cursor: str | None = None
     step: int = 0
+    kind: str = OVERTAKEN
 
     @classmethod
     def of(cls, record: ScoreRecord) -> FanoutJob:
@@ -170,39 +193,53 @@ class FanoutJob:
         fields = (record.board_id, record.member_id, record.period, record.old, record.new)
         return cls(record.event_id, *fields, record.changed_us)
 
-    def change(self) -> str:
-        """What the job item keeps of the change (``FanoutJob.stored`` reads it back)."""
+    @classmethod
+    def forgetting(cls, removal: MemberRemoval) -> FanoutJob:
+        member = (removal.board_id, removal.member_id)
+        return cls(removal.event_id, *member, ALL_TIME, None, None, removal.deleted_us, kind=FORGET)
+
+    @property
+    def job_id(self) -> str:
+        """The job item's sort key, which also says its kind."""
+        return schema.job_id(self.kind, self.event_id)
+
+    def body(self) -> str:
+        """What the job item keeps of its work (``FanoutJob.stored`` reads it back)."""
+        if self.kind == FORGET:
+            return numbers.dumps({"at": self.changed_us})
         return numbers.dumps({"period": self.period, "old": self.old, "new": self.new, "at": self.changed_us})
 
     @classmethod
     def stored(
-        cls, board_id: str, member_id: str, event_id: str, change: str, cursor: str | None, step: int
+        cls, board_id: str, member_id: str, job_id: str, body: str, cursor: str | None, step: int
     ) -> FanoutJob:
-        body = numbers.loads(change)
+        kind, event_id = schema.parse_job_id(job_id)
+        fields = numbers.loads(body)
         return cls(
             event_id,
             board_id,
             member_id,
-            body["period"],
-            body["old"],
-            body["new"],
-            int(body["at"]),
+            fields.get("period", ALL_TIME),
+            fields.get("old"),
+            fields.get("new"),
+            int(fields["at"]),
             cursor,
             step,
+            kind,
         )
 
 
 def fanout_job(record: Record) -> FanoutJob | None:
-    """A pending fan-out, written (started, or moved on by a chunk) by the notifier itself:
-    its record is the next chunk's turn."""
+    """A pending job, written (started, or moved on by a chunk) by the notifier itself: its
+    record is the next chunk's turn."""
     pk, sk = keys_of(record)
     image = record.get("dynamodb", {}).get("NewImage")
     if not pk.startswith(schema.FANOUT) or not image or not image.get(schema.FANOUT_PENDING, {}).get("BOOL"):
         return None
     board_id, member_id = schema.parse_fanout_pk(pk)
     cursor = image[schema.FANOUT_CURSOR]["S"] if schema.FANOUT_CURSOR in image else None
-    change, step = image[schema.FANOUT_CHANGE]["S"], int(image[schema.FANOUT_STEP]["N"])
-    return FanoutJob.stored(board_id, member_id, sk, change, cursor, step)
+    body, step = image[schema.FANOUT_CHANGE]["S"], int(image[schema.FANOUT_STEP]["N"])
+    return FanoutJob.stored(board_id, member_id, sk, body, cursor, step)
 
 
 def is_event_insert(record: Record) -> bool:

@@ -3,11 +3,23 @@ board, and the stream carries each change of a member's score to every board in 
 source's ``rollupTo``: an ``increment`` target adds the change (new minus old), a ``best``
 target is offered the new score, a ``set`` target takes it. A new source member is a
 change from 0 and is created in the target, with the source's data. Each change applies to
-a target once (a ``ROLLUP#`` mark in the same transaction as the target's score)."""
+a target once (a ``ROLLUP#`` mark in the same transaction as the target's score).
+
+Records may come late: a redelivery, a record redriven from the failure queue after newer
+ones were applied. Adding changes up (``increment``) and keeping the best (``best``) come
+out the same in any order. Taking a score (``set``) does not: so a ``set`` target member
+remembers when the latest change it took was made (``ScoreState.rolled_up_us``, the source
+score's reachedAt) and takes only a change made after it, from whichever source. It holds
+the score of the change made last, whatever the order the records come in. The moment is a
+time, not the source item's version: versions start again at 1 for a member deleted and
+added back, times go on (and grow along an item's changes: ``ScoreState.then``). One
+moment serves every source: a change older than the latest one taken from its own source
+is older than the latest taken from any, and the score item stays under 1 KB."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -48,15 +60,14 @@ def roll_up(
         applied, state = members.rollup_state(target_id, record.member_id, period, mark)
         if applied:
             return
+        if not takes(target, state, record.written_us):
+            return  # older than a change the target took: ignored, again on redelivery
         now = clock()
         new_score = _bounded(rolled_up(target, state.score if state else None, old, record.new))
         reached = int(now.timestamp() * 1_000_000)
-        if state is not None and new_score == state.score:
+        new_state = _next_state(target, state, new_score, reached, record.written_us, first_hidden)
+        if new_state is None:
             return  # nothing changes; doing nothing again on redelivery is the same
-        if state is not None:
-            new_state = state.then(new_score, reached)
-        else:
-            new_state = ScoreState.first(new_score, reached, first_hidden)
         placement = keys.placement(target_id, target, record.member_id, new_state, period)
         try:
             members.write_score(
@@ -75,12 +86,43 @@ def roll_up(
             first_hidden = changed.hidden
         except ItemMissing:  # the member first appears in the target: with the source's data
             data = members.get_data(record.board_id, [record.member_id])[record.member_id]
-            score = (ScoreState.first(new_score, reached), placement)  # a new member is not hidden
+            score = (replace(new_state, hidden=False), placement)  # a new member is not hidden
             if members.create_member(target_id, record.member_id, data, score, period, now, mark=mark):
                 return
         except VersionConflict:
             continue
     raise RuntimeError(f"could not roll {record.member_id} up into {target_id}: too much contention")
+
+
+def takes(target: BoardSettings, state: ScoreState | None, moment_us: int) -> bool:
+    """Whether the target member takes a source change made at ``moment_us``. A ``set``
+    target takes only a change made after the latest one it took, from any of its sources
+    (a change at the very same microsecond as that one: the one taken first stays); the
+    other operators take every change, once."""
+    if target.operator != "set" or state is None:
+        return True
+    return moment_us > state.rolled_up_us
+
+
+def _next_state(
+    target: BoardSettings,
+    state: ScoreState | None,
+    new_score: Decimal,
+    reached_us: int,
+    moment_us: int,
+    first_hidden: bool,
+) -> ScoreState | None:
+    """The target member's state after the change; None when nothing changes. A ``set``
+    target remembers the change's moment even when its score stays: a change read later
+    that was made before this one must not be taken over it."""
+    remembers = target.operator == "set"
+    if state is None:
+        first = ScoreState.first(new_score, reached_us, first_hidden)
+        return replace(first, rolled_up_us=moment_us) if remembers else first
+    if new_score == state.score and not remembers:
+        return None
+    written = state.then(new_score, reached_us)
+    return replace(written, rolled_up_us=moment_us) if remembers else written
 
 
 def _bounded(score: Decimal) -> Decimal:
