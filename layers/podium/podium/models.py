@@ -92,8 +92,8 @@ class Board:
     dropped_events: int = 0
     period: str | None = None  # a time-windowed board's current period, as the domain read it
     policy: BoardPolicy = field(default_factory=BoardPolicy)
-    # The bytes of the largest member data the board has held (None: made before it was kept)
-    largest_data: int | None = EMPTY_DATA_BYTES
+    largest_data: int | None = EMPTY_DATA_BYTES  # bytes of its largest data (None: not kept)
+    count_tree: bool = True  # its count tree is whole (False: made before trees, not built yet)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
