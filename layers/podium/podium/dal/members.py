@@ -127,6 +127,18 @@ class Members:
                 scores[member_id] = codecs.score_from_item(item)
         return scores
 
+    def versions(
+        self, board_id: str, member_ids: Sequence[str], period: str, *, consistent: bool
+    ) -> dict[str, tuple[str | None, tuple[int, int]]]:
+        """Each found score item's sort key (None: hidden, not ranked) and version ``(ci, v)``:
+        what the count tree holds of a member (a build; a replayed record's ``newest``)."""
+        keys = [schema.score_key(board_id, member_id, period) for member_id in member_ids]
+        found = {}
+        for (pk, _), item in self.tables.batch_get(keys, consistent=consistent).items():
+            version = (int(item["ci"]["N"]) if "ci" in item else 0, int(item["v"]["N"]))
+            found[schema.parse_member_pk(pk)[1]] = (item["rsk"]["S"] if "rsk" in item else None, version)
+        return found
+
     def get_data(self, board_id: str, member_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         keys = [schema.profile_key(board_id, member_id) for member_id in member_ids]
         items = self.tables.batch_get(keys, consistent=False)
