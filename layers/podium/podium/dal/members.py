@@ -48,9 +48,10 @@ class Members:
         self._data_sizes = DataSizes(tables)
 
     def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None:
-        # Every attribute a write of the state puts back (``rt`` too: a rollup target's).
+        # Every attribute a write of the state puts back (``ci``, when the item was made, and
+        # ``rt``, a rollup target's, too: a write without them loses them).
         key = schema.score_key(board_id, member_id, period)
-        item = self.tables.get(key, consistent=True, projection="s, v, t, h, hd, ht, rt")
+        item = self.tables.get(key, consistent=True, projection="s, v, t, h, hd, ht, ci, rt")
         return codecs.score_from_item(item) if item else None
 
     def get_member(
