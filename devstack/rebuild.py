@@ -63,6 +63,8 @@ def rebuild(args: argparse.Namespace) -> int:
         except NotFound as error:
             print(error.message, file=sys.stderr)
             return USAGE_ERROR
-        periods = ", ".join(f"{period} ({nodes} nodes)" for period, nodes in built.items())
+        periods = ", ".join(
+            f"{period} ({nodes} node{'' if nodes == 1 else 's'})" for period, nodes in built.items()
+        )
         print(f"board {board_id}: count trees built: {periods}; its ranks are counted from them", flush=True)
     return 0
