@@ -74,7 +74,7 @@ def deliver(aggregator: Aggregator, batch: list[dict[str, Any]]) -> None:
         aggregator.apply(record)
 
 
-def index_keys(store: Database, settings: Settings | None, board: str, period: str = ALL_TIME) -> list[str]:
+def index_keys(store: Database, board: str, period: str = ALL_TIME) -> list[str]:
     """Every sort key of the board's index in ``period``, sorted."""
     board_settings = Services(store).boards.settings(board)
     partitions = keys.partitions(board, board_settings, period)
@@ -86,7 +86,7 @@ def assert_tree_counts_the_index(store: Database, board: str, period: str = ALL_
     once, at its key, in the leaf whose range holds it; every inner node counts what its
     children hold; and the members below any bound, read as a rank reads them, are the
     sorted index's. The index's keys, sorted."""
-    listed = index_keys(store, None, board, period)
+    listed = index_keys(store, board, period)
     nodes = store.tree.all_nodes(board, period)
     placed: dict[str, list[str]] = {}
     for node in nodes:
@@ -148,9 +148,9 @@ def test_the_tree_and_the_head_stay_exact_while_the_tree_splits_under_changes_in
             del scores[member]
             hidden.discard(member)
         for member in rng.sample(sorted(scores), 4):
-            shown = member in hidden
-            service.members.put_member(board, member, member_request({"hidden": not shown}))
-            (hidden.discard if shown else hidden.add)(member)
+            was_hidden = member in hidden
+            service.members.put_member(board, member, member_request({"hidden": not was_hidden}))
+            (hidden.discard if was_hidden else hidden.add)(member)
         stream.fetch()
         batch = stream.take(rng.randrange(len(stream.pending) // 2, len(stream.pending)))
         deliver(aggregator, batch)
