@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from bench.load import Population, grow_board, member_id
+from bench.measure import Sample
 from devstack.functions import LambdaContext
 from devstack.streams import StreamTail, failure_message
 from podium import counttree, keys
@@ -30,7 +32,7 @@ from podium.stream.entrypoint import stream_entrypoint
 from podium.treereads import TreeReader
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import TickingClock, expected_listing, unique_id, walk
+from tests.helpers import Metered, TickingClock, expected_listing, unique_id, walk
 from tests.treestore import small_nodes
 
 pytestmark = pytest.mark.integration
@@ -458,3 +460,90 @@ def test_building_a_board_made_before_count_trees_builds_every_readable_period(
     assert store.tree.all_nodes(board, days[0]) == []
     assert service.boards.get_board(board).count_tree
     assert board not in service.maintenance.unbuilt_boards()
+
+
+# -- what it costs ------------------------------------------------------------------------
+
+
+class NoProgress:
+    def update(self, count: int) -> None:
+        pass
+
+
+def test_what_a_build_and_the_aggregators_records_cost_on_a_board_of_5000(
+    store: Database,
+    metered: Metered,
+    local_tables: Settings,
+    dynamodb_client: Any,
+    dynamodb_endpoint: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given 5,000 members on 10 shards, loaded in bulk with the service's own items (no
+    # stream consumer ran: the bench's load, bench.load)
+    service = Services(store, clock=TickingClock())
+    board = unique_id("costed")
+    service.boards.put_board(board, board_request({"shards": 10}))
+    population = Population()
+    population.grow(5000)
+    grow_board(
+        dynamodb_client, store, board, service.boards.settings(board), population, 0, 5000, NoProgress()
+    )
+
+    # When its head and tree are built, on a client whose every request is recorded
+    with metered.recorder.window() as window:
+        nodes = metered.service.maintenance.rebuild_rank_structures(board)
+    build = Sample.of(window)
+
+    # Then the tree counts like the index, and the build read the index once and each
+    # member's score item once (0.5 RCU: BatchGetItem, eventually consistent, items under
+    # 4 KB), and wrote each node once (items of at most 2 KB: 2 WCU)
+    listed = assert_tree_counts_the_index(store, board)
+    assert len(listed) == 5000
+    assert build.rcu <= 5000 * 0.5 + 5000 * 200 / 4096 * 0.5 + 20
+    assert build.wcu <= 2 * nodes + 10
+
+    # When members move, join and leave, and the aggregator (on the recorded client)
+    # applies each of their score records, and the redrive replays some of them
+    stream = Stream(dynamodb_client, dynamodb_endpoint, local_tables.table_name, board)
+    draw = random.Random(50)
+    members = [member_id(i) for i in range(5000)]
+    for member in draw.sample(members, 120):
+        service.members.submit_score(board, member, Decimal(draw.randrange(10**7)))
+    for index in range(5000, 5060):
+        service.members.put_member(board, member_id(index), member_request({"score": Decimal(index)}))
+    for member in draw.sample(members, 60):
+        service.members.delete_member(board, member)
+    stream.fetch()
+    aggregator = Aggregator(metered.service.db, metered.service.boards.settings, metered.service.clock)
+    kinds = {"MODIFY": "a score changed", "INSERT": "a member joining", "REMOVE": "a member leaving"}
+    costs: dict[str, list[Sample]] = {}
+    records = stream.take(len(stream.pending))
+    for record in records:
+        kind = kinds[record["eventName"]] if record["dynamodb"]["Keys"]["sk"]["S"] == "SCORE#all" else None
+        with metered.recorder.window() as window:
+            aggregator.apply(record)
+        if kind is not None:
+            costs.setdefault(kind, []).append(Sample.of(window))
+    for record in draw.sample([r for r in records if r["eventName"] == "MODIFY"], 20):
+        with metered.recorder.window() as window:
+            aggregator.apply(record, replayed=True)
+        costs.setdefault("a record replayed (the redrive's)", []).append(Sample.of(window))
+
+    # Then the tree still counts like the index, and no record wrote more than two leaves
+    # and a report a level on each side up to the root (items of at most 2 KB: 2 WCU each),
+    # and a split (a transaction of three such items, billed twice)
+    listed = assert_tree_counts_the_index(store, board)
+    assert len(listed) == 5000
+    height = max(node.level for node in store.tree.all_nodes(board, ALL_TIME))
+    assert all(s.wcu <= 2 * (2 + 2 * height) + 3 * 2 * 2 for kind in kinds.values() for s in costs[kind])
+    with capsys.disabled():
+        print(f"\nbuilding the count tree of 5,000 members on 10 shards ({nodes} nodes, height {height}):")
+        print(f"  {build.rcu:.1f} RCU, {build.wcu:.1f} WCU, {build.requests} requests")
+        print("the aggregator's score records, as it applies each to the tree (the head aside):")
+        for kind, samples in costs.items():
+            wcu = [s.wcu for s in samples]
+            rcu = [s.rcu for s in samples]
+            print(
+                f"  {kind}: {sum(wcu) / len(wcu):.2f} WCU on average, {max(wcu)} at most; "
+                f"{sum(rcu) / len(rcu):.2f} RCU on average, {max(rcu)} at most ({len(samples)} records)"
+            )
