@@ -19,9 +19,9 @@ from bench.load import Population, grow_board, member_id
 from bench.measure import Sample
 from devstack.functions import LambdaContext
 from devstack.streams import StreamTail, failure_message
-from podium import counttree, keys
+from podium import counttree, keys, treebuild
 from podium.config import Settings
-from podium.counttree import Inner, Leaf, Node
+from podium.counttree import ROOT, Count, Entry, Inner, Leaf, Node
 from podium.dal import Database, schema
 from podium.dal.streams import QueuedMessage
 from podium.errors import NotFound
@@ -377,14 +377,18 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
     for member in rng.sample(sorted(scores), 20):
         scores[member] += 1
         service.members.submit_score(board, member, Decimal(1))
-    with small_nodes(3, 3):
-        service.maintenance.rebuild_rank_structures(board)
+    found = store.members.versions(board, sorted(scores), ALL_TIME, consistent=True)
+    with small_nodes(3, 3):  # and each node written 50 times since
+        old_shape = treebuild.build({m: Entry(str(k), v) for m, (k, v) in found.items()}, sv=50)
+    store.tree.put_nodes(board, ALL_TIME, old_shape, None)
     stale = {**schema.bucket_key(board, ALL_TIME, ""), "n": {"N": "7"}, "e": {"N": "1"}}
     dynamodb_client.put_item(TableName=local_tables.table_name, Item=stale)
     dynamodb_client.update_item(
         TableName=local_tables.table_name, Key=schema.board_key(board), UpdateExpression="REMOVE countTree"
     )
     assert not service.boards.get_board(board).count_tree
+
+    old = store.tree.all_nodes(board, ALL_TIME)
 
     # When the head and the tree are rebuilt
     nodes = service.maintenance.rebuild_rank_structures(board)
@@ -404,6 +408,12 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
     }
     assert {m: (e.key, e.version) for m, e in held.items()} == versions
     assert store.structures.list_buckets(board, ALL_TIME, consistent=True) == []
+    # and a report of a node of the old tree, still in flight, is refused by the new one
+    # (every node starts above the old ones' state versions)
+    root = next(n for n in store.tree.all_nodes(board, ALL_TIME) if n.root)
+    assert isinstance(root, Inner)
+    stale = {max(root.children): Count(0, max(n.sv for n in old))}
+    assert store.tree.report(board, ALL_TIME, ROOT, root.level, stale)[0] is False
     assert service.boards.get_board(board).count_tree
     assert service.reads.top(board, 100, None, False) == service.reads.top(
         board, 100, None, False, consistent=True

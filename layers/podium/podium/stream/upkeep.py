@@ -166,7 +166,9 @@ class RankUpkeep:
         replaced is lost (the checker, ``make verify``, finds that)."""
         entries = dict(ranked) if ranked is not None else self.indexed_entries(board_id, period)
         expires = self._expires(board_id, period)
-        nodes = treebuild.build(entries)
+        # State versions from the build's time (µs): above any the old tree reached (a node
+        # takes far fewer writes than microseconds pass), so no old report is taken.
+        nodes = treebuild.build(entries, sv=int(self.clock().timestamp() * 1_000_000))
         self.tree.drop(board_id, period)
         self.tree.put_nodes(board_id, period, nodes, expires)
         self.structures.drop_buckets(board_id, period)  # what it replaces, gone stale
