@@ -1,7 +1,7 @@
 """Rank, ranks and around on a board grown the way users grow one: through the API, with
-the stream keeping its buckets, and read while writers run.
+the stream keeping its head and count tree, and read while writers run.
 
-The rest of the bench loads boards in bulk and rebuilds their head and buckets from the
+The rest of the bench loads boards in bulk and rebuilds their head and count tree from the
 index, which no user does. Here the local stack (``make run``'s, on the bench's DynamoDB
 Local, in this process) serves the API and runs the stream consumers with the template's
 batch settings:
@@ -288,7 +288,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
 
         settle_s = wait_for(counted, "memberCount")
         reader = Reader(client, settings)
-        layout = reader.service.db.structures.list_buckets(BOARD, "all", consistent=True)
+        tree = reader.service.db.tree.all_nodes(BOARD, "all")
         settled = []
         for pattern, variant, read, kind in _reads(reader, scores, draw):
             read()  # warm
@@ -301,7 +301,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
                     "exact": check(scores, kind, answer),
                 }
             )
-        say(f"  grown in {grow_s:.0f} s, counted {settle_s:.0f} s later; {len(layout)} buckets")
+        say(f"  grown in {grow_s:.0f} s, counted {settle_s:.0f} s later; a count tree of {len(tree)} nodes")
 
         # While writers set scores: the same reads, again and again
         stop = threading.Event()
@@ -335,7 +335,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
             thread.join()
         churn_s = time.perf_counter() - started
 
-        # Once the stream has caught up, the buckets' answers equal the model's again
+        # Once the stream has caught up, the answers equal the model's again
         def caught_up() -> bool:
             listing = scores.listing()
             probe = [listing[0], listing[len(listing) // 2], listing[-1]]
@@ -346,7 +346,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
         exact_after = []
         for pattern, variant, read, kind in _reads(reader, scores, draw):
             exact_after.append({"pattern": pattern, "variant": variant, "exact": check(scores, kind, read())})
-        layout = reader.service.db.structures.list_buckets(BOARD, "all", consistent=True)
+        tree = reader.service.db.tree.all_nodes(BOARD, "all")
     # What DynamoDB Local keeps of the stream slows what runs after: switch it off.
     client.update_table(TableName=settings.table, StreamSpecification={"StreamEnabled": False})
     while_writing = []
@@ -378,9 +378,8 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
         "whileWriting": while_writing,
         "drainSeconds": drain_s,
         "exactAfter": exact_after,
-        "buckets": len(layout),
-        "largestBucket": max(b.count for b in layout),
-        "splitting": sum(1 for b in layout if b.splitting),
+        "treeNodes": len(tree),
+        "treeLevels": 1 + max(node.level for node in tree),
     }
 
 

@@ -542,12 +542,11 @@ def _grown_bound(grown: dict[str, Any], pattern: str) -> float:
     below the member, and rarely a gather above and one more count: at most two ranks."""
     from bench.grown import RANKS_IDS, index_entry_bytes
 
-    members, shards, buckets = grown["members"], grown["shards"], grown["buckets"]
+    members, shards = grown["members"], grown["shards"]
     if pattern == "ranks":
-        # the index once, in one range per shard; the bucket items; the members' own score
-        # items and the board
+        # the index once, in one range per shard; the members' own score items and the board
         index_once = members * index_entry_bytes(grown) / 4096 * 0.5 + shards * 0.5
-        return float(index_once + buckets * 100 / 4096 * 0.5 + RANKS_IDS * 1.0 + 1)
+        return float(index_once + RANKS_IDS * 1.0 + 1)
     return 2 * GROWN_TARGETS["rank"]
 
 
@@ -641,7 +640,7 @@ def _grown_section(results: dict[str, Any]) -> list[str]:
     out = [
         "## Rank, ranks and around on a board grown through the API",
         "",
-        f"The boards above are loaded in bulk and their buckets rebuilt. This one grows the way users "
+        f"The boards above are loaded in bulk and their count trees built. This one grows the way users "
         f"grow a board (`bench/grown.py`): the local stack of `make run` serves the API on this run's "
         f"DynamoDB Local and runs the stream consumers with the template's batch settings; "
         f"{grown['writers']} clients add {grown['members']:,} members to a `set` board of "
@@ -651,8 +650,7 @@ def _grown_section(results: dict[str, Any]) -> list[str]:
         f"{grown['churnWriters']} clients set random scores for {grown['churnSeconds']:.0f} s "
         f"({grown['churnWrites']:,} writes). Every request the reader's service sends during a read is "
         "counted. At the end the board has "
-        f"{grown['buckets']} score buckets, the largest of {grown['largestBucket']:,} members, "
-        f"{grown['splitting']} of them half-way through a split.",
+        f"a count tree of {grown['treeNodes']:,} nodes on {grown['treeLevels']} levels, kept by the stream.",
         "",
     ]
     while_writing = {(r["pattern"], r["variant"]): r for r in grown["whileWriting"]}
@@ -743,7 +741,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "`redis-server` from Debian's packages when it is missing. It starts DynamoDB Local (in memory) and "
         "redis-server, each on a free port, and stops them by PID. It creates the tables from "
         "`template.yaml`, as the local stack does, but without the stream: no consumer runs, so "
-        "`memberCount` is set after each load and the head item and score buckets are rebuilt with "
+        "`memberCount` is set after each load and the head item and count tree are rebuilt with "
         "`Services.rebuild_rank_structures`.",
         "",
         "It grows one board per shard count ("

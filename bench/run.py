@@ -372,8 +372,8 @@ def measure_redis(ctx: Context, size: int) -> None:
 
 
 def rebuild(ctx: Context, size: int, shards: int) -> None:
-    """Let the service rebuild what its stream consumer keeps (the head item, the score
-    buckets) for a bulk-loaded board: the bench runs no stream consumer."""
+    """Let the service rebuild what its stream consumer keeps (the head item, the count
+    tree) for a bulk-loaded board: the bench runs no stream consumer."""
     if not ctx.capabilities["rebuild"]:
         return
     board_id = ctx.boards[shards]

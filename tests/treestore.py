@@ -89,6 +89,15 @@ class MemoryTree:
     def put_nodes(self, board_id: str, period: str, nodes: Sequence[Node], expires: int | None) -> None:
         self.items.update({(board_id, period, ident(node)): node for node in nodes})
 
+    def all_nodes(self, board_id: str, period: str) -> list[Node]:
+        return list(self.nodes(board_id, period).values())
+
+    def drop(self, board_id: str, period: str) -> int:
+        mine = [key for key in self.items if key[:2] == (board_id, period)]
+        for key in mine:
+            del self.items[key]
+        return len(mine)
+
 
 def admits(leaf: Leaf, write: LeafWrite) -> bool:
     if isinstance(write.expect, int):

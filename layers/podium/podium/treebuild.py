@@ -27,9 +27,11 @@ BUILD_FILL = 0.75  # how full the nodes are packed: room for inserts before spli
 T = TypeVar("T")
 
 
-def build(entries: Mapping[str, Entry]) -> list[Node]:
+def build(entries: Mapping[str, Entry], sv: int = 1) -> list[Node]:
     """A tree over ``entries`` (member -> entry), its nodes from the leaves up: the root
-    is the last one."""
+    is the last one. Every node starts at state version ``sv``: a rebuild gives one above
+    any its old tree had, so that a report of an old node still in flight (a count
+    guarded by the old node's ``sv``) is refused by the new parent."""
     ordered = sorted(entries.items(), key=lambda item: item[1].key)
     runs = _runs(
         ordered, counttree.LEAF_MAX, lambda item: len(item[0]) + len(item[1].key) + ENTRY_FIXED_BYTES
@@ -38,7 +40,7 @@ def build(entries: Mapping[str, Entry]) -> list[Node]:
     for index, run in enumerate(runs):
         lo = run[0][1].key if index else BELOW_EVERY_KEY
         hi = runs[index + 1][0][1].key if index + 1 < len(runs) else None
-        level.append(Leaf(lo, hi, 1, dict(run), {}))
+        level.append(Leaf(lo, hi, sv, dict(run), {}))
     built: list[Node] = []
     while len(level) > 1:
         built += level
@@ -48,7 +50,7 @@ def build(entries: Mapping[str, Entry]) -> list[Node]:
                 group[0].level + 1,
                 group[0].lo,
                 group[-1].hi,
-                1,
+                sv,
                 {node.lo: Count(node.total, node.sv) for node in group},
             )
             for group in groups

@@ -21,14 +21,13 @@ from podium.config import Settings
 from podium.dal import schema
 from podium.errors import (
     AlreadyApplied,
-    BucketMoved,
     ItemMissing,
     Throttled,
     VersionConflict,
     WriteUnconfirmed,
 )
 
-__all__ = ["AlreadyApplied", "BucketMoved", "ItemMissing", "VersionConflict"]
+__all__ = ["AlreadyApplied", "ItemMissing", "VersionConflict"]
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

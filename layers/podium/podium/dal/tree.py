@@ -131,6 +131,30 @@ class CountTree:
             [{"PutRequest": {"Item": codecs.tree_item(board_id, period, node, expires)}} for node in nodes]
         )
 
+    def all_nodes(self, board_id: str, period: str) -> list[Node]:
+        """Every node of the period's tree, read strongly consistent (one query of its
+        partition: the checker, and a rebuild's count of what it replaces)."""
+        return [
+            codecs.tree_node_from_item(item)
+            for item in self.tables.query_items(self._partition(board_id, period))
+        ]
+
+    def drop(self, board_id: str, period: str) -> int:
+        """Delete every node of the period's tree (a rebuild first: a build does not write
+        every node of an older shape); how many there were. The query reads keys only."""
+        request = {**self._partition(board_id, period), "ProjectionExpression": "pk, sk"}
+        keys = [schema.key(item["pk"]["S"], item["sk"]["S"]) for item in self.tables.query_items(request)]
+        self.tables.batch_write([{"DeleteRequest": {"Key": key}} for key in keys])
+        return len(keys)
+
+    @staticmethod
+    def _partition(board_id: str, period: str) -> dict[str, Any]:
+        return {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": schema.tree_pk(board_id, period)}},
+            "ConsistentRead": True,
+        }
+
 
 def _leaf_condition(expect: InOrder | int, names: dict[str, str], values: dict[str, Any]) -> str:
     """The condition of a leaf write: the ``sv`` it was decided on; or what the usual order

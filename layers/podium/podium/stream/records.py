@@ -242,6 +242,16 @@ def fanout_job(record: Record) -> FanoutJob | None:
     return FanoutJob.stored(board_id, member_id, sk, body, cursor, step)
 
 
+# The key the redrive adds to the events it builds: their records are replayed, maybe after
+# newer records of their items (a stream delivers one item's records in order).
+REPLAY = "podiumReplay"
+
+
+def is_replay(event: dict[str, Any]) -> bool:
+    """Whether a consumer's event is the redrive's (``podium.redrive``), not the stream's."""
+    return event.get(REPLAY) is True
+
+
 def is_event_insert(record: Record) -> bool:
     pk, _ = keys_of(record)
     return pk.startswith(schema.EVENTS) and record.get("eventName") == "INSERT"
