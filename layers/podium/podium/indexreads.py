@@ -10,7 +10,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from podium import cost, counttree, fanout
+from podium import cost, fanout
 from podium.keys import just_above, just_below, mirror, unmirror
 from podium.models import Board
 from podium.ports import IndexReader
@@ -124,9 +124,9 @@ class Counted:
 
 
 def tree_units(count: TreeCount) -> float:
-    """What a count from the tree is billed: every node it asked for, one block each."""
-    node = counttree.NODE_BYTES
-    return count.items * cost.units(node) + count.consistent_items * cost.units(node, consistent=True)
+    """What a count from the tree is billed: every node it asked for, by its size (one
+    block at the least, and one block at the most but for a leaf full of tombstones)."""
+    return sum(cost.units(size, consistent=consistent) for size, consistent in count.reads)
 
 
 class Counting:

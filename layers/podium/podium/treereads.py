@@ -13,10 +13,20 @@ a split) is read again from the root, strongly consistent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from podium.counttree import BELOW_EVERY_KEY, ROOT, Leaf, Node, NodeId, Shape, count_below, walk
+from podium.counttree import (
+    BELOW_EVERY_KEY,
+    ROOT,
+    Leaf,
+    Node,
+    NodeId,
+    Shape,
+    count_below,
+    node_bytes,
+    walk,
+)
 from podium.ports import TreeStore
 
 MAX_ROUNDS = 8  # reads again of paths that keep changing under the read
@@ -26,27 +36,22 @@ EMPTY = Leaf(BELOW_EVERY_KEY, None, 0, root=True)  # the tree of a board nobody 
 
 @dataclass(frozen=True)
 class TreeCount:
-    """The members below each bound, and the node items the count asked for (each billed
-    one block at the least, found or not), eventually and strongly consistent."""
+    """The members below each bound, and the node items the count asked for: each one's
+    size (about: ``counttree.node_bytes``; 0 when not found, which is billed the least a
+    read is) and whether it was read strongly consistent (``podium.cost`` bills them)."""
 
     counts: list[int]
-    items: int
-    consistent_items: int
+    reads: tuple[tuple[int, bool], ...]
 
 
 class _Asked:
-    """The node items one count asks the store for, by how they are read."""
+    """The node items one count asks the store for, as ``TreeCount.reads`` has them."""
 
     def __init__(self) -> None:
-        self.items = 0
-        self.consistent_items = 0
+        self.reads: list[tuple[int, bool]] = []
 
-    def add(self, ids: Iterable[NodeId], *, consistent: bool) -> None:
-        n = len(list(ids))
-        if consistent:
-            self.consistent_items += n
-        else:
-            self.items += n
+    def add(self, ids: Iterable[NodeId], found: Mapping[NodeId, Node], *, consistent: bool) -> None:
+        self.reads += [(node_bytes(found[i]) if i in found else 0, consistent) for i in ids]
 
 
 class TreeReader:
@@ -74,7 +79,7 @@ class TreeReader:
         asked = _Asked()
         paths = self.paths(board_id, period, bounds, consistent=consistent, asked=asked)
         counts = [count_below(paths[bound], bound) for bound in bounds]
-        return TreeCount(counts, asked.items, asked.consistent_items)
+        return TreeCount(counts, tuple(asked.reads))
 
     def paths(
         self,
@@ -92,7 +97,7 @@ class TreeReader:
         wanted = sorted(set(bounds))
         guessed = {node_id for bound in wanted for node_id in shape.guess(bound, partial=True) or [ROOT]}
         nodes = self.store.read_nodes(board_id, period, guessed, consistent=consistent)
-        asked.add(guessed, consistent=consistent)
+        asked.add(guessed, nodes, consistent=consistent)
         found: dict[str, list[Node]] = {}
         for _ in range(MAX_ROUNDS):
             disagree = self._descend(board_id, period, nodes, wanted, found, asked, consistent=consistent)
@@ -129,7 +134,7 @@ class TreeReader:
                 else:
                     needed.setdefault(step.needs, []).append(bound)
             read = self.store.read_nodes(board_id, period, needed, consistent=consistent) if needed else {}
-            asked.add(needed, consistent=consistent)
+            asked.add(needed, read, consistent=consistent)
             pending = []
             for node_id, waiting in needed.items():
                 if node_id in read:
