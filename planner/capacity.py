@@ -46,6 +46,10 @@ INDEX_KEY_BYTES = 100  # estimate: one KEYS_ONLY index entry as a query reads it
 VIEW_RCU = 1.0  # the board item and the period's count, eventually consistent, 0.5 each
 HEAD_ITEM_RCU = 1.0  # the head item, eventually consistent, up to 8 KB
 MEMBER_SCORE_RCU = 0.5  # a member's score item, eventually consistent
+# A rank reads the board item and the member's score in one BatchGetItem, strongly
+# consistent (it reads a score): 1 RCU each. The board item is on the board's partition.
+RANK_VIEW_RCU = 2.0
+RANK_BOARD_RCU = 1.0
 HEAD_KEYS = 128  # podium.head.CAPACITY: the keys the head holds
 LADDER_STEP = 16  # podium.head.LADDER_STEP: positions between two ladder samples
 # The count tree (docs/count-tree.md) as a build lays it out: nodes 3/4 full
@@ -187,11 +191,11 @@ def tree_height(members: int) -> int:
 
 
 def rank_rcu(members: int) -> tuple[float, float]:
-    """One rank from the count tree: (total RCU, the tree's path RCU). The board, the
-    period's count and the member's score in one BatchGetItem, then the path's nodes in
-    another, whatever the member's depth and the shard count: no shard is queried."""
+    """One rank from the count tree: (total RCU, the tree's path RCU). The board and the
+    member's score in one BatchGetItem, then the path's nodes in another, whatever the
+    member's depth and the shard count: no shard is queried."""
     path = tree_height(members) * TREE_NODE_RCU
-    return VIEW_RCU + MEMBER_SCORE_RCU + path, path
+    return RANK_VIEW_RCU + path, path
 
 
 def ranks_rcu(members: int, ids: int = 100) -> float:
@@ -264,7 +268,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "each query reads one block (0.5 RCU); serve top-k from the head, or cache the top "
             "pages (TopCacheTtlSeconds)."
         )
-    board_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU) + w.rank_reads_per_s * VIEW_RCU
+    board_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU) + w.rank_reads_per_s * RANK_BOARD_RCU
     if board_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
             f"the board's own items (B#{{board}}: board, count, head) take {board_rcu:,.0f} "

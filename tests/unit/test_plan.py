@@ -91,12 +91,13 @@ def test_a_rank_reads_the_count_tree_s_path_whatever_the_shards():
     assert capacity.tree_levels(1_000_000) == [55_556, 2_315, 97, 5, 1]
     total, path = capacity.rank_rcu(1_000_000)
 
-    # Then 1 (board, count) + 0.5 (score) + 2.5 (the path) = 4 RCU, on any shard count
-    assert (path, total) == (2.5, 4.0)
-    assert plan(Workload(10, 0, 100, 1_000_000, shards=100)).rank_rcu_per_read == 4.0
-    # 10,000,000 and 100,000,000 members: a level more (555,556 leaves; 5,555,556), 4.5 RCU
+    # Then 2 (the board and the score, strongly consistent) + 2.5 (the path) = 4.5 RCU, on
+    # any shard count
+    assert (path, total) == (2.5, 4.5)
+    assert plan(Workload(10, 0, 100, 1_000_000, shards=100)).rank_rcu_per_read == 4.5
+    # 10,000,000 and 100,000,000 members: a level more (555,556 leaves; 5,555,556), 5 RCU
     assert capacity.tree_height(10_000_000) == capacity.tree_height(100_000_000) == 6
-    assert capacity.rank_rcu(100_000_000) == (4.5, 3.0)
+    assert capacity.rank_rcu(100_000_000) == (5.0, 3.0)
     # A board of up to 18 members is one leaf: 1 node
     assert capacity.tree_height(18) == 1
     assert capacity.tree_height(19) == 2
@@ -128,7 +129,7 @@ def test_ranks_load_the_count_tree_s_partition_and_its_root():
     result = plan(Workload(writes_per_s=10, top_reads_per_s=0, rank_reads_per_s=4_000, members=1_000_000))
     assert (result.tree_partition_rcu, result.tree_root_rcu) == (10_000, 2_000)
     assert result.index_rcu == 0  # a rank queries no shard
-    assert result.table_rcu == 4_000 * 4.0
+    assert result.table_rcu == 4_000 * 4.5
     assert any("T#{board}#{period}" in warning for warning in result.warnings)
     # and 6,000 ranks a second take 3,000 RCU/s of the root alone: past what an item serves
     hot = plan(Workload(writes_per_s=10, top_reads_per_s=0, rank_reads_per_s=6_000, members=1_000_000))
