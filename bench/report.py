@@ -649,7 +649,7 @@ def _grown_section(results: dict[str, Any]) -> list[str]:
     out = [
         "## Rank, ranks and around on a board grown through the API",
         "",
-        f"The boards above are loaded in bulk and their count trees rebuilt. This one grows the way users "
+        f"The boards above are loaded in bulk and their count trees built. This one grows the way users "
         f"grow a board (`bench/grown.py`): the local stack of `make run` serves the API on this run's "
         f"DynamoDB Local and runs the stream consumers with the template's batch settings; "
         f"{grown['writers']} clients add {grown['members']:,} members to a `set` board of "
