@@ -17,9 +17,10 @@ from podium.ports import IndexReader
 from podium.ranking import Hint, PageRequest, TopStats, gather_top
 from podium.treereads import TreeCount, TreeReader
 
-# Up to this many members the index may be the cheaper count: it is counted when every
-# entry of the board, read once, is expected to cost no more than the tree's paths, or no
-# more than FRESH_UNITS. Past it the index costs more than the tree for any bounds.
+# Up to this many members the index may be counted rather than the tree: when every entry
+# of the board, read once, is expected to cost no more than the tree's paths, or no more
+# than FRESH_UNITS (``Counting.reads_index``). Past it a count of a deep member from the top
+# reads thousands of entries (17 RCU and more on one shard) where its path reads a few nodes.
 COUNT_INDEX_UP_TO = 2048
 # A count of the whole index this cheap (one block on each of 10 shards) is taken over the
 # tree's even when the tree is cheaper: it shows a write at once, not once the stream has
