@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ from bench.measure import Recorder, Sample, percentile, summarise
 from devstack import template as template_module
 from devstack.stack import Stack
 from podium.config import Settings
-from podium.dal import Database, schema
+from podium.dal import Database
 from podium.wiring import Services
 
 BOARD = "grown"
@@ -93,28 +92,6 @@ def member_id(index: int) -> str:
 def planned_score(draw: random.Random) -> int:
     """A member's first score: one in ten a multiple of 1,000 (so scores tie), else any."""
     return draw.randrange(TOP_SCORE // 1000) * 1000 if draw.random() < 0.1 else draw.randrange(TOP_SCORE)
-
-
-def index_entry_bytes(grown: dict[str, Any], sample: int = 1000) -> int:
-    """The mean size DynamoDB bills for one index entry of the grown board, as the service
-    writes it (its keys and the table's, by DynamoDB's item-size rules) for scores drawn as
-    the bench draws them (a score's encoding is 13 to 23 characters long): what reading the
-    whole index once costs is this times the members."""
-    from bench.probe import item_bytes
-    from podium import keys
-    from podium.models import BoardSettings, ScoreState
-    from podium.periods import ALL_TIME
-
-    settings = BoardSettings(operator="set", shards=int(grown["shards"]))
-    draw = random.Random(11)
-    sizes = []
-    for index in range(sample):
-        member = member_id(index)
-        state = ScoreState.first(Decimal(planned_score(draw)), int(time.time() * 1_000_000))
-        placement = keys.placement(BOARD, settings, member, state, ALL_TIME)
-        entry = {"rpk": {"S": placement.partition}, "rsk": {"S": placement.sort_key}}
-        sizes.append(item_bytes({**schema.score_key(BOARD, member, ALL_TIME), **entry}))
-    return round(sum(sizes) / len(sizes))
 
 
 @contextmanager

@@ -407,7 +407,12 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
         for m, e in n.entries.items()
     }
     assert {m: (e.key, e.version) for m, e in held.items()} == versions
-    assert store.structures.list_buckets(board, ALL_TIME, consistent=True) == []
+    left = dynamodb_client.query(
+        TableName=local_tables.table_name,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :b)",
+        ExpressionAttributeValues={":pk": stale["pk"], ":b": {"S": schema.BUCKET}},
+    )
+    assert left["Items"] == []
     # and a report of a node of the old tree, still in flight, is refused by the new one
     # (every node starts above the old ones' state versions)
     root = next(n for n in store.tree.all_nodes(board, ALL_TIME) if n.root)

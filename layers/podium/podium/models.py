@@ -409,65 +409,6 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class Bucket:
-    """One score bucket (``podium.buckets``): the index entries in ``[lo, next lo)``."""
-
-    lo: str  # the lowest sort key the bucket holds
-    count: int
-    epoch: int  # changes whenever the bucket's range or what it records changes
-    # When the count was last taken from a scan of the index (0: it never was), and which
-    # snapshot item holds the members that scan showed in the bucket.
-    snapshot_end_us: int = 0
-    snapshot_epoch: int = 0
-    # While a split is under way: the keys its parts after the first will start at, and
-    # since when.
-    cuts: tuple[str, ...] = ()
-    split_since_us: int = 0
-
-    @property
-    def splitting(self) -> bool:
-        return bool(self.cuts)
-
-
-@dataclass(frozen=True)
-class BucketStep:
-    """What one record does to one bucket: add ``delta``; set the member's moved entry
-    to ``moved`` when it is not None, on the condition that it was ``moved_was`` (None:
-    absent) unless ``moved_checked`` is False; record the member's ``part`` when the
-    bucket is splitting."""
-
-    bucket: Bucket
-    delta: int
-    moved: int | None = None
-    moved_was: int | None = None
-    moved_checked: bool = True
-    part: int | None = None
-
-
-@dataclass(frozen=True)
-class BucketState:
-    """What a bucket records per member hash: ``moved`` (its membership as the count has
-    it, for records its last scan may already show) and ``parts`` (while it splits)."""
-
-    moved: dict[str, int]
-    parts: dict[str, int]
-    version: int
-
-
-@dataclass(frozen=True)
-class FinishedSplit:
-    """A split's outcome (``podium.buckets.split_counts``): the buckets in place of ``old``
-    (the first keeps its ``lo``), what each records, and the members the scan showed in
-    each."""
-
-    old: Bucket
-    state_version: int
-    pieces: list[Bucket]
-    moved: list[dict[str, int]]
-    scanned: list[frozenset[str]]
-
-
-@dataclass(frozen=True)
 class HeadItem:
     """The head item as stored (``podium.head`` reads it into a ``Head``): the best keys,
     whether they are the whole board, its version, and the ladder's samples (keys, counts

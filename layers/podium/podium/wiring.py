@@ -48,7 +48,7 @@ class Services:
     def reads(self) -> ReadService:
         from podium.reads import ReadService
 
-        return ReadService(self.boards, self.db.boards, self.db.members, self.db.index, self.db.structures)
+        return ReadService(self.boards, self.db.boards, self.db.members, self.db.index, self.db.tree)
 
     @cached_property
     def social(self) -> SocialService:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import base64
 import zlib
 from collections.abc import Sequence
 from decimal import Decimal
@@ -17,7 +16,6 @@ from podium.models import (
     Board,
     BoardPolicy,
     BoardSettings,
-    Bucket,
     HeadItem,
     Limits,
     LoggedEvent,
@@ -176,7 +174,7 @@ def rivals_from_item(item: Item) -> Rivals:
     return Rivals(tuple(v["S"] for v in item["ids"]["L"]), since, ended, version)
 
 
-# -- the head and the buckets ---------------------------------------------------------------
+# -- the head ---------------------------------------------------------------------------
 
 
 def pack_keys(keys: Sequence[str]) -> bytes:
@@ -221,49 +219,6 @@ def head_from_item(item: Item) -> HeadItem:
             int(item["ln"]["N"]),
         )
     return HeadItem(unpack_keys(bytes(item["k"]["B"])), bool(item["c"]["BOOL"]), int(item["v"]["N"]), ladder)
-
-
-def bucket_item(board_id: str, period: str, bucket: Bucket, expires: int | None) -> Item:
-    item: Item = {
-        **schema.bucket_key(board_id, period, bucket.lo),
-        "n": {"N": str(bucket.count)},
-        "e": {"N": str(bucket.epoch)},
-    }
-    if bucket.snapshot_end_us:
-        item["se"] = {"N": str(bucket.snapshot_end_us)}
-        item["sx"] = {"N": str(bucket.snapshot_epoch)}
-    if bucket.cuts:
-        item["ps"] = {"L": [{"S": cut} for cut in bucket.cuts]}
-        item["pt"] = {"N": str(bucket.split_since_us)}
-    if expires is not None:
-        item["ttl"] = {"N": str(expires)}
-    return item
-
-
-def bucket_from_item(item: Item, prefix_length: int) -> Bucket:
-    return Bucket(
-        lo=item["sk"]["S"][prefix_length:],
-        count=int(item["n"]["N"]),
-        epoch=int(item["e"]["N"]),
-        snapshot_end_us=int(item["se"]["N"]) if "se" in item else 0,
-        snapshot_epoch=int(item["sx"]["N"]) if "sx" in item else 0,
-        cuts=tuple(cut["S"] for cut in item["ps"]["L"]) if "ps" in item else (),
-        split_since_us=int(item["pt"]["N"]) if "pt" in item else 0,
-    )
-
-
-def pack_hashes(members: frozenset[str]) -> bytes:
-    """Member hashes (8 bytes in base64) as sorted raw bytes."""
-    return b"".join(sorted(base64.b64decode(m + "=") for m in members))
-
-
-def unpack_hashes(packed: bytes) -> frozenset[str]:
-    return frozenset(
-        base64.b64encode(packed[i : i + 8]).decode("ascii").rstrip("=") for i in range(0, len(packed), 8)
-    )
-
-
-# -- the count tree ---------------------------------------------------------------------------
 
 
 def tree_item(board_id: str, period: str, node: Node, expires: int | None) -> Item:

@@ -15,7 +15,7 @@ from typing import Any
 SEPARATOR = "#"
 
 # Partition key prefixes.
-BOARD = "B#"  # a board's own items: the board, its period counts, head, buckets, leader
+BOARD = "B#"  # a board's own items: the board, its period counts, head, leader
 MEMBER = "M#"  # a member's items: profile, scores (one per period), rivals list
 FOLLOWERS = "F#"  # follower edges of a rival
 INBOX = "N#"  # a member's notifications

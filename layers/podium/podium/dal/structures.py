@@ -1,15 +1,12 @@
 """The rank structures beside the index: the head item of each board and period, which the
-stream keeps (``podium.head``), and the score buckets as reads list them
-(``podium.buckets``; the stream no longer keeps them: the count tree, ``podium.dal.tree``,
-replaces them)."""
+stream keeps (``podium.head``), and the removal of the score buckets that stacks from
+before the count tree (``podium.dal.tree``) still hold."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
-from podium.models import Bucket, HeadItem
+from podium.models import HeadItem
 
 
 class RankStructures:
@@ -33,25 +30,6 @@ class RankStructures:
         return self.tables.put_if_absent(item)
 
     # -- the buckets --------------------------------------------------------------------
-
-    def list_buckets(
-        self, board_id: str, period: str, *, upto: str | None = None, consistent: bool = False
-    ) -> list[Bucket]:
-        """The board's buckets in key order, from the first up to the one holding ``upto``
-        (None: all of them)."""
-        prefix = schema.bucket_prefix(period)
-        values: dict[str, Any] = {":pk": {"S": f"{schema.BOARD}{board_id}"}, ":lo": {"S": prefix}}
-        if upto is None:
-            condition = "pk = :pk AND begins_with(sk, :lo)"
-        else:
-            condition = "pk = :pk AND sk BETWEEN :lo AND :hi"
-            values[":hi"] = {"S": prefix + upto}
-        request = {
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeValues": values,
-            "ConsistentRead": consistent,
-        }
-        return [codecs.bucket_from_item(item, len(prefix)) for item in self.tables.query_items(request)]
 
     def drop_buckets(self, board_id: str, period: str) -> int:
         """Delete the period's bucket, state and snapshot items (a board's tree was built:

@@ -34,7 +34,7 @@ class ScoreRecord:
     # reachedAt for a write, the stream's timestamp for a removal.
     changed_us: int
     # The latest reachedAt the record carries, exactly: of the new score, else of the one
-    # removed (podium.buckets.Change).
+    # removed (a `set` rollup target orders the changes it takes by it).
     written_us: int = 0
     # The member is hidden after the change: its item has no index keys, and its change
     # is seen by no ranking and told to no one.
