@@ -17,15 +17,10 @@ from podium.ports import IndexReader
 from podium.ranking import Hint, PageRequest, TopStats, gather_top
 from podium.treereads import TreeCount, TreeReader
 
-# Up to this many members the index may be counted rather than the tree: when every entry
-# of the board, read once, is expected to cost no more than the tree's paths, or no more
-# than FRESH_UNITS (``Counting.reads_index``). Past it a count of a deep member from the top
-# reads thousands of entries (17 RCU and more on one shard) where its path reads a few nodes.
+# Up to this many members the index is counted rather than the tree (``Counting.reads_index``):
+# it shows a write at once, not once the stream has applied it. Past it a count of a deep
+# member from the top reads thousands of entries where its path reads a few nodes.
 COUNT_INDEX_UP_TO = 2048
-# A count of the whole index this cheap (one block on each of 10 shards) is taken over the
-# tree's even when the tree is cheaper: it shows a write at once, not once the stream has
-# applied it, and a small board's ranks then move with its writes.
-FRESH_UNITS = 5.0
 
 
 def read_keys(
@@ -143,15 +138,10 @@ class Counting:
     ) -> bool:
         """Whether a count of ``bounds`` reads the index rather than the tree: on a board
         whose tree is not whole (made before trees and not built yet), and on a small board
-        where every entry, read once, is expected to cost no more than the tree's paths (or
-        no more than ``FRESH_UNITS``)."""
-        if not board.count_tree:
-            return True
-        if total > COUNT_INDEX_UP_TO:
-            return False
-        entry = cost.entry_bytes(board.board_id, period, partitions[0], bounds)
-        whole = cost.spread_units(total, len(partitions), entry)
-        return whole <= max(FRESH_UNITS, cost.path_units(total, len(set(bounds))))
+        (``COUNT_INDEX_UP_TO``), whose every entry read once costs little (at most about 75
+        RCU, 2,048 entries on 100 shards) and shows a write at once, where the tree shows it
+        once the stream has applied it."""
+        return not board.count_tree or total <= COUNT_INDEX_UP_TO
 
     def below(
         self,
