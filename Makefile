@@ -87,9 +87,14 @@ redrive: setup ## Replay the stream records that failed every retry (StreamFailu
 	$(PY) -m devstack redrive $(if $(DRY_RUN),--dry-run,) $(ARGS)
 
 .PHONY: verify
-verify: setup ## Check a board's ranking index, head, buckets and counts against its items (the running `make run`): make verify BOARD=images [PERIOD=2026-W47] [REPAIR=1]; docs/operations.md
+verify: setup ## Check a board's ranking index, head, count tree and counts against its items (the running `make run`): make verify BOARD=images [PERIOD=2026-W47] [REPAIR=1]; ARGS="--aws --stack-name podium" for a deployed stack; docs/operations.md
 	@test -n "$(BOARD)" || { echo "make verify needs BOARD=<boardId>" >&2; exit 2; }
 	$(PY) -m devstack verify $(BOARD) $(if $(PERIOD),--period $(PERIOD),) $(if $(REPAIR),--repair,) $(ARGS)
+
+.PHONY: rebuild
+rebuild: setup ## Build a board's count trees from its index and count its ranks from them (the upgrade step for boards made before them): make rebuild BOARD=images, or UNBUILT=1 for all of them; ARGS="--aws --stack-name podium" for a deployed stack; docs/operations.md
+	@test -n "$(BOARD)$(UNBUILT)" || { echo "make rebuild needs BOARD=<boardId> or UNBUILT=1" >&2; exit 2; }
+	$(PY) -m devstack rebuild $(if $(BOARD),$(BOARD),--unbuilt) $(ARGS)
 
 ROLE ?= admin
 

@@ -3,7 +3,7 @@ concurrent load in one process (docs/performance.md, "What around costs").
 
 On DynamoDB Local (started here on a free port, or ``AWS_ENDPOINT_URL_DYNAMODB``), boards
 of ``members`` members are bulk-loaded on each shard count with the service's own items,
-their buckets and head rebuilt as ``make bench`` does. On each board:
+their count tree and head rebuilt as ``make bench`` does. On each board:
 
 1. **one request at a time**: ``around`` (``radius``) and ``rank`` of the members at
    several depths, ``runs`` times each after one unrecorded run, every DynamoDB request

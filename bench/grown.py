@@ -1,7 +1,7 @@
 """Rank, ranks and around on a board grown the way users grow one: through the API, with
-the stream keeping its buckets, and read while writers run.
+the stream keeping its head and count tree, and read while writers run.
 
-The rest of the bench loads boards in bulk and rebuilds their head and buckets from the
+The rest of the bench loads boards in bulk and rebuilds their head and count tree from the
 index, which no user does. Here the local stack (``make run``'s, on the bench's DynamoDB
 Local, in this process) serves the API and runs the stream consumers with the template's
 batch settings:
@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ from bench.measure import Recorder, Sample, percentile, summarise
 from devstack import template as template_module
 from devstack.stack import Stack
 from podium.config import Settings
-from podium.dal import Database, schema
+from podium.dal import Database
 from podium.wiring import Services
 
 BOARD = "grown"
@@ -93,28 +92,6 @@ def member_id(index: int) -> str:
 def planned_score(draw: random.Random) -> int:
     """A member's first score: one in ten a multiple of 1,000 (so scores tie), else any."""
     return draw.randrange(TOP_SCORE // 1000) * 1000 if draw.random() < 0.1 else draw.randrange(TOP_SCORE)
-
-
-def index_entry_bytes(grown: dict[str, Any], sample: int = 1000) -> int:
-    """The mean size DynamoDB bills for one index entry of the grown board, as the service
-    writes it (its keys and the table's, by DynamoDB's item-size rules) for scores drawn as
-    the bench draws them (a score's encoding is 13 to 23 characters long): what reading the
-    whole index once costs is this times the members."""
-    from bench.probe import item_bytes
-    from podium import keys
-    from podium.models import BoardSettings, ScoreState
-    from podium.periods import ALL_TIME
-
-    settings = BoardSettings(operator="set", shards=int(grown["shards"]))
-    draw = random.Random(11)
-    sizes = []
-    for index in range(sample):
-        member = member_id(index)
-        state = ScoreState.first(Decimal(planned_score(draw)), int(time.time() * 1_000_000))
-        placement = keys.placement(BOARD, settings, member, state, ALL_TIME)
-        entry = {"rpk": {"S": placement.partition}, "rsk": {"S": placement.sort_key}}
-        sizes.append(item_bytes({**schema.score_key(BOARD, member, ALL_TIME), **entry}))
-    return round(sum(sizes) / len(sizes))
 
 
 @contextmanager
@@ -288,7 +265,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
 
         settle_s = wait_for(counted, "memberCount")
         reader = Reader(client, settings)
-        layout = reader.service.db.structures.list_buckets(BOARD, "all", consistent=True)
+        tree = reader.service.db.tree.all_nodes(BOARD, "all")
         settled = []
         for pattern, variant, read, kind in _reads(reader, scores, draw):
             read()  # warm
@@ -301,7 +278,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
                     "exact": check(scores, kind, answer),
                 }
             )
-        say(f"  grown in {grow_s:.0f} s, counted {settle_s:.0f} s later; {len(layout)} buckets")
+        say(f"  grown in {grow_s:.0f} s, counted {settle_s:.0f} s later; a count tree of {len(tree)} nodes")
 
         # While writers set scores: the same reads, again and again
         stop = threading.Event()
@@ -335,7 +312,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
             thread.join()
         churn_s = time.perf_counter() - started
 
-        # Once the stream has caught up, the buckets' answers equal the model's again
+        # Once the stream has caught up, the answers equal the model's again
         def caught_up() -> bool:
             listing = scores.listing()
             probe = [listing[0], listing[len(listing) // 2], listing[-1]]
@@ -346,7 +323,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
         exact_after = []
         for pattern, variant, read, kind in _reads(reader, scores, draw):
             exact_after.append({"pattern": pattern, "variant": variant, "exact": check(scores, kind, read())})
-        layout = reader.service.db.structures.list_buckets(BOARD, "all", consistent=True)
+        tree = reader.service.db.tree.all_nodes(BOARD, "all")
     # What DynamoDB Local keeps of the stream slows what runs after: switch it off.
     client.update_table(TableName=settings.table, StreamSpecification={"StreamEnabled": False})
     while_writing = []
@@ -378,9 +355,8 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
         "whileWriting": while_writing,
         "drainSeconds": drain_s,
         "exactAfter": exact_after,
-        "buckets": len(layout),
-        "largestBucket": max(b.count for b in layout),
-        "splitting": sum(1 for b in layout if b.splitting),
+        "treeNodes": len(tree),
+        "treeLevels": 1 + max(node.level for node in tree),
     }
 
 

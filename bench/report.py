@@ -366,9 +366,20 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
                 else "not measured at 1,000,000 members",
             ]
         )
+    spread = _rows(results, pattern="ranks", variant="service")
+    if spread:
+        costliest = max(spread, key=lambda row: float(row["rcu"]))
+        lines.append(
+            [
+                "`POST ranks` of 100 members spread over the listing: at most 500 RCU on any board",
+                f"at most {_number(costliest['rcu'])} RCU ({costliest['shards']} shards, "
+                f"{costliest['size']:,} members)",
+                _verdict(float(costliest["rcu"]) <= 500),
+            ]
+        )
     grown = results.get("grown")
     if grown:
-        from bench.grown import RANKS_IDS, index_entry_bytes
+        from bench.grown import RANKS_IDS
 
         settled = {(r["pattern"], r["variant"]): r for r in grown["settled"]}
         while_writing = {(r["pattern"], r["variant"]): r for r in grown["whileWriting"]}
@@ -387,8 +398,7 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
             ]
         )
         ranks_bound = (
-            f"the whole index read once ({index_entry_bytes(grown)}-byte entries) besides the "
-            f"{RANKS_IDS} members' own score items"
+            f"the union of their paths in the count tree besides the {RANKS_IDS} members' own score items"
         )
         for pattern, bound in (("ranks", ranks_bound), ("around", "two ranks")):
             rows = [r for k, r in settled.items() if k[0] == pattern]
@@ -535,19 +545,17 @@ def _worst_section(results: dict[str, Any]) -> list[str]:
 
 def _grown_bound(grown: dict[str, Any], pattern: str) -> float:
     """The bound stated for ``ranks`` and ``around`` in docs/performance.md, in RCU: ranks
-    reads each bucket that holds a member once, and nearby buckets in one read, so at most
-    the whole index once (0.5 RCU per 4 KB of entries, each the size the service writes for
-    this board, ``bench.grown.index_entry_bytes``), besides the members' own score items
-    (one consistent read each, 1 RCU); around reads a rank's count, a gather of 100 keys
-    below the member, and rarely a gather above and one more count: at most two ranks."""
-    from bench.grown import RANKS_IDS, index_entry_bytes
+    reads the union of the members' paths in the count tree, one node a member at most on
+    each level (0.5 RCU a node); a tree grown by inserts holds half its limits a node at the
+    least, so its paths are at most those of a tree built over twice the members
+    (``podium.cost.path_units``); besides them the members' own score items (one consistent
+    read each, 1 RCU) and the board. around reads a rank's count beside gathers of 100 keys
+    below the member and 101 above: at most two ranks."""
+    from bench.grown import RANKS_IDS
+    from podium import cost
 
-    members, shards, buckets = grown["members"], grown["shards"], grown["buckets"]
     if pattern == "ranks":
-        # the index once, in one range per shard; the bucket items; the members' own score
-        # items and the board
-        index_once = members * index_entry_bytes(grown) / 4096 * 0.5 + shards * 0.5
-        return float(index_once + buckets * 100 / 4096 * 0.5 + RANKS_IDS * 1.0 + 1)
+        return float(cost.path_units(2 * grown["members"], RANKS_IDS) + RANKS_IDS * 1.0 + 1)
     return 2 * GROWN_TARGETS["rank"]
 
 
@@ -641,7 +649,7 @@ def _grown_section(results: dict[str, Any]) -> list[str]:
     out = [
         "## Rank, ranks and around on a board grown through the API",
         "",
-        f"The boards above are loaded in bulk and their buckets rebuilt. This one grows the way users "
+        f"The boards above are loaded in bulk and their count trees built. This one grows the way users "
         f"grow a board (`bench/grown.py`): the local stack of `make run` serves the API on this run's "
         f"DynamoDB Local and runs the stream consumers with the template's batch settings; "
         f"{grown['writers']} clients add {grown['members']:,} members to a `set` board of "
@@ -651,8 +659,7 @@ def _grown_section(results: dict[str, Any]) -> list[str]:
         f"{grown['churnWriters']} clients set random scores for {grown['churnSeconds']:.0f} s "
         f"({grown['churnWrites']:,} writes). Every request the reader's service sends during a read is "
         "counted. At the end the board has "
-        f"{grown['buckets']} score buckets, the largest of {grown['largestBucket']:,} members, "
-        f"{grown['splitting']} of them half-way through a split.",
+        f"a count tree of {grown['treeNodes']:,} nodes on {grown['treeLevels']} levels, kept by the stream.",
         "",
     ]
     while_writing = {(r["pattern"], r["variant"]): r for r in grown["whileWriting"]}
@@ -743,7 +750,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "`redis-server` from Debian's packages when it is missing. It starts DynamoDB Local (in memory) and "
         "redis-server, each on a free port, and stops them by PID. It creates the tables from "
         "`template.yaml`, as the local stack does, but without the stream: no consumer runs, so "
-        "`memberCount` is set after each load and the head item and score buckets are rebuilt with "
+        "`memberCount` is set after each load and the head item and count tree are rebuilt with "
         "`Services.rebuild_rank_structures`.",
         "",
         "It grows one board per shard count ("
@@ -943,7 +950,9 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     out += [
         "- **naive**: the references' pattern: read the member's score, then `Select=COUNT` of every entry "
         "above it on every shard. It reads everyone above the member.",
-        "- **service**: `Services.rank(board, member)`, on the score buckets the stream keeps.",
+        "- **service**: `Services.rank(board, member)`, on the count tree the stream keeps: the nodes on "
+        "the path from its root to the member's leaf, in one BatchGetItem (or on a small board a COUNT "
+        "of the index).",
         "- **Redis**: `ZSCORE`, then `ZCOUNT` of the strictly greater scores, + 1.",
         "",
         "Members are picked at depths of the listing: the first, 1 %, 10 %, 50 %, 90 % and the last.",
@@ -971,6 +980,31 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
                 )
         out += _table(
             ["shards", "depth", "how", "items read", "RCU", "requests", "rounds", "p50 ms", "p95 ms"], lines
+        )
+        out += [""]
+    ranks = _rows(results, pattern="ranks", variant="service")
+    if ranks:
+        out += [
+            "`POST .../ranks` of 100 members spread evenly over the listing, each in a leaf of the count "
+            "tree of its own (the most nodes 100 ids can read): their score items, then the union of "
+            "their paths in one BatchGetItem.",
+            "",
+        ]
+        out += _table(
+            ["members", "shards", "items read", "RCU", "requests", "rounds", "p50 ms", "p95 ms"],
+            (
+                [
+                    f"{row['size']:,}",
+                    str(row["shards"]),
+                    _number(row.get("itemsRead")),
+                    _number(row.get("rcu")),
+                    _number(row.get("requests")),
+                    _number(row.get("rounds")),
+                    _ms(row["p50Ms"]),
+                    _ms(row["p95Ms"]),
+                ]
+                for row in ranks
+            ),
         )
         out += [""]
     out += ["", "## Writes", ""]

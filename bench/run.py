@@ -13,6 +13,7 @@ import shutil
 import statistics
 import subprocess
 import time
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,9 +26,8 @@ from bench.measure import Recorder, Sample, create_tables, percentile, summarise
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
 from devstack.stack import use_local_credentials
 from podium import fanout
-from podium.buckets import just_below
 from podium.dal import Database
-from podium.keys import order_of, rank_partition_key
+from podium.keys import just_below, order_of, rank_partition_key
 from podium.models import BoardSettings, Page
 from podium.periods import ALL_TIME
 from podium.ranking import merge_shards
@@ -320,6 +320,35 @@ def measure_rank(ctx: Context, size: int, shards: int) -> None:
         )
 
 
+def measure_ranks(ctx: Context, size: int, shards: int) -> None:
+    """``POST .../ranks`` of 100 members spread evenly over the listing (each in a leaf of
+    the count tree of its own: the most nodes 100 ids can read), against the sorted list."""
+    board_id = ctx.boards[shards]
+    overrides = ctx.overrides.get(shards) or {}
+    listing = ctx.population.listing(size, overrides)
+    chosen = [listing[(2 * k + 1) * size // 200] for k in range(min(100, size))]
+    summary, answer = measure(
+        ctx, partial(ctx.service.reads.ranks, board_id, [load.member_id(i) for i in chosen])
+    )
+    record(ctx, size, shards, "ranks", "service", ids=len(chosen), **summary)
+
+    def score(index: int) -> int:
+        return overrides.get(index, ctx.population.scores[index])
+
+    ascending = sorted(score(i) for i in range(size))
+    expected = [
+        (1 + size - bisect_right(ascending, score(i)), load.member_id(i)) for i in chosen
+    ]  # in listing order
+    ctx.checks.append(
+        {
+            "check": "ranks of 100 spread over the listing: service == sorted list",
+            "size": size,
+            "shards": shards,
+            "ok": [(e.rank, e.member_id) for e in answer] == expected,
+        }
+    )
+
+
 def measure_writes(ctx: Context, size: int, shards: int) -> None:
     from decimal import Decimal
 
@@ -372,8 +401,8 @@ def measure_redis(ctx: Context, size: int) -> None:
 
 
 def rebuild(ctx: Context, size: int, shards: int) -> None:
-    """Let the service rebuild what its stream consumer keeps (the head item, the score
-    buckets) for a bulk-loaded board: the bench runs no stream consumer."""
+    """Let the service rebuild what its stream consumer keeps (the head item, the count
+    tree) for a bulk-loaded board: the bench runs no stream consumer."""
     if not ctx.capabilities["rebuild"]:
         return
     board_id = ctx.boards[shards]
@@ -456,6 +485,7 @@ def grow_big(ctx: Context, plan: Plan) -> None:
     measure_top(ctx, size, shards)
     measure_cursor_walk(ctx, size, shards)
     measure_rank(ctx, size, shards)
+    measure_ranks(ctx, size, shards)
     measure_redis(ctx, size)
     measure_writes(ctx, size, shards)
     print(f"  measured in {time.perf_counter() - step_started:.0f} s", flush=True)
@@ -618,6 +648,7 @@ def run(plan: Plan) -> dict[str, Any]:
                 measure_top(ctx, size, shards)
                 measure_cursor_walk(ctx, size, shards)
                 measure_rank(ctx, size, shards)
+                measure_ranks(ctx, size, shards)
             measure_redis(ctx, size)
             for shards in plan.shards:
                 measure_writes(ctx, size, shards)  # last: nothing maintains the head after writes

@@ -6,14 +6,15 @@ worst request through the service with every DynamoDB request recorded (``bench.
 keys of a BatchGetItem that find nothing too):
 
 - two boards of ``members`` members with the same scores, on 1 shard and on 100 (the most
-  the API allows), bulk-loaded with their score items and rebuilt as ``make bench`` does;
-  on each: ``rank`` (also ``consistent=true``) of the last member, ``around`` with radius 50
-  at the top, the middle and the end, ``POST /ranks`` with 100 ids spread evenly over the
-  listing (one per score bucket: the most buckets 100 ids can touch) and 100 drawn at
-  random, an exact top 1,000, and a page of 1,000 after a cursor near the end;
+  the API allows), bulk-loaded with their score items, their head and count tree rebuilt
+  from the index as ``make bench`` does; on each: ``rank`` (also ``consistent=true``) of
+  the last member, ``around`` with radius 50 at the top, the middle and the end, ``POST
+  /ranks`` with 100 ids spread evenly over the listing (each in a leaf of its own: the most
+  nodes 100 ids can read) and 100 drawn at random, an exact top 1,000, and a page of 1,000
+  after a cursor near the end;
 - a board of 100 shards whose best 100 members hold 64 KiB of ``data`` each and whose next
   1,000 hold a few bytes: ``top?limit=1000&withData=true`` from the top and after the
-  first 100, and ``ranks`` of 100 of them (a small board: the index is counted);
+  first 100, and ``ranks`` of 100 of them;
 - members with events logged and not folded yet (``fresh=true`` reads them all, or
   refuses), an inbox of expired and live notifications, a board with expired and live
   snapshots of 100 entries of 200-character ids, ``boards`` boards in the catalog, and a
@@ -306,7 +307,7 @@ def measure_data(bench: Bench) -> None:
     chosen = ids[:: max(1, count // 100)][:100]
     bench.case(
         "POST ranks",
-        f"100 ids on a board of {count:,} (the index counted)",
+        f"100 ids on a board of {count:,}",
         lambda: bench.service.reads.ranks(board, chosen),
         lambda answer: [(e.rank, e.member_id) for e in answer] == [(ids.index(m) + 1, m) for m in chosen],
         where=where,

@@ -1,8 +1,9 @@
 """``python -m devstack verify BOARD``: the consistency checker of one board
 (``podium.consistency``), against the tables of the running ``make run``
 (``.devstack/running.json``), or of ``--table-prefix`` on the DynamoDB at
-``AWS_ENDPOINT_URL_DYNAMODB``, or the table ``--table`` names (a deployed stack's, with the
-environment's AWS credentials).
+``AWS_ENDPOINT_URL_DYNAMODB``, or the table ``--table`` names, or, with ``--aws
+--stack-name NAME``, a deployed stack's table (its output LeaderboardTableName), with
+the environment's AWS credentials.
 
 Exit status: 0 when the board is consistent (or everything found was repaired and a
 re-check is clean), 1 when differences remain, 2 on a usage error (no stack, no such
@@ -20,6 +21,8 @@ from devstack import template as template_module
 from devstack.stack import RUNNING, use_local_credentials
 from podium.config import Settings
 
+TABLE_OUTPUT = "LeaderboardTableName"  # the deployed stack's output naming its table
+
 if TYPE_CHECKING:
     from podium.consistency import ConsistencyReport
 
@@ -29,7 +32,7 @@ USAGE_ERROR = 2
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = commands.add_parser(
         "verify",
-        help="check a board's index, head, buckets and counts against its items (and repair them)",
+        help="check a board's index, head, count tree and counts against its items (and repair them)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -37,12 +40,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--period", help="current (the default), previous, or a period id like 2026-W47")
     parser.add_argument("--repair", action="store_true", help="put right what differs, then check again")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument(
-        "--table-prefix",
-        default=argparse.SUPPRESS,
-        help="the prefix of the tables on AWS_ENDPOINT_URL_DYNAMODB (as `python -m devstack --table-prefix`)",
-    )
-    parser.add_argument("--table", help="the table's name as deployed (then nothing local is assumed)")
+    add_table_arguments(parser)
     parser.add_argument(
         "--wait",
         type=float,
@@ -52,10 +50,33 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
 
 
+def add_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which table: the local stack's (the default), or a deployed one's."""
+    parser.add_argument(
+        "--table-prefix",
+        default=argparse.SUPPRESS,
+        help="the prefix of the tables on AWS_ENDPOINT_URL_DYNAMODB (as `python -m devstack --table-prefix`)",
+    )
+    parser.add_argument("--table", help="the table's name as deployed (then nothing local is assumed)")
+    parser.add_argument(
+        "--aws", action="store_true", help="against a deployed stack, with your AWS credentials and region"
+    )
+    parser.add_argument("--stack-name", help="the deployed stack (with --aws): its LeaderboardTableName")
+
+
 def table_settings(args: argparse.Namespace) -> Settings | str:
     """The settings naming the board's table, or why there are none."""
     if args.table:
         return Settings(table_name=args.table)
+    if args.aws:
+        from podium.dal.streams import stack_output
+
+        if not args.stack_name:
+            return "--aws needs --stack-name (or --table)"
+        try:
+            return Settings(table_name=stack_output(args.stack_name, TABLE_OUTPUT))
+        except Exception as error:  # no such stack, no credentials: a usage error
+            return f"the stack {args.stack_name}: {error}"
     use_local_credentials()  # DynamoDB Local takes any: never send real ones to it
     prefix = getattr(args, "table_prefix", "")
     if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
@@ -100,7 +121,7 @@ def describe(report: ConsistencyReport) -> str:
         f"({counts.get('hidden', 0)} hidden), {_many(counts.get('scores', 0), 'score item')}, "
         f"{_many(counts.get('indexEntries', 0), 'index entry', 'index entries')}, "
         f"a head of {_many(counts.get('headKeys', 0), 'key')}, "
-        f"{_many(counts.get('buckets', 0), 'score bucket')}",
+        f"a count tree of {_many(counts.get('treeNodes', 0), 'node')}",
         f"({QUIET_BOARD})",
     ]
     if report.repaired:

@@ -122,6 +122,11 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
             f"{p.board_partition_rcu:,.0f} of {capacity.PARTITION_RCU_PER_S:,} "
             f"({p.board_partition_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
         ),
+        (
+            "count tree items RCU/s",
+            f"{p.tree_partition_rcu:,.0f} (its root {p.tree_root_rcu:,.0f} of "
+            f"{capacity.PARTITION_RCU_PER_S:,}: {p.tree_root_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
+        ),
         ("top read: RCU each", f"{p.top_rcu_per_read:g} ({p.top_reads_to_dynamodb:,.0f}/s reach DynamoDB)"),
         ("rank read: RCU each", f"{p.rank_rcu_per_read:g} (naive COUNT: {p.naive_rank_rcu_per_read:,.1f})"),
         ("storage per member", f"{p.bytes_per_member:,} B ({p.storage_gb:,.2f} GB)"),

@@ -46,11 +46,19 @@ INDEX_KEY_BYTES = 100  # estimate: one KEYS_ONLY index entry as a query reads it
 VIEW_RCU = 1.0  # the board item and the period's count, eventually consistent, 0.5 each
 HEAD_ITEM_RCU = 1.0  # the head item, eventually consistent, up to 8 KB
 MEMBER_SCORE_RCU = 0.5  # a member's score item, eventually consistent
+# A rank reads the board item and the member's score in one BatchGetItem, strongly
+# consistent (it reads a score): 1 RCU each. The board item is on the board's partition.
+RANK_VIEW_RCU = 2.0
+RANK_BOARD_RCU = 1.0
 HEAD_KEYS = 128  # podium.head.CAPACITY: the keys the head holds
 LADDER_STEP = 16  # podium.head.LADDER_STEP: positions between two ladder samples
-BUCKET_AVG_MEMBERS = 768  # estimate: buckets are rebuilt at 512 members and split at 1,024
-BUCKET_MAX_MEMBERS = 1_024  # podium.buckets.SPLIT_AT
-BUCKET_ITEM_BYTES = 100  # estimate: one score-bucket item (bound, count, epoch, times)
+# The count tree (docs/count-tree.md) as a build lays it out: nodes 3/4 full
+# (podium.treebuild.BUILD_FILL), a leaf of 24 members at most (podium.counttree.LEAF_MAX),
+# an inner node of 32 children (podium.counttree.FANOUT). A tree grown by inserts holds a
+# little less a node, and may be a level taller.
+TREE_LEAF_MEMBERS = 18
+TREE_FANOUT = 24
+TREE_NODE_RCU = 0.5  # a node stays under 4 KB (split past about 2 KB): one block, eventually consistent
 
 # -- The event log (docs/event-log.md) --------------------------------------------------
 EVENT_WCU = 7  # insert 2 + mark 2 + delete 1 on its bucket, + 2 for the eventId claim
@@ -116,7 +124,9 @@ class Plan:
     rank_rcu_per_read: float
     naive_rank_rcu_per_read: float
     index_rcu_per_shard: float
-    board_partition_rcu: float  # reads of B#{board}: board, count, head, buckets
+    board_partition_rcu: float  # reads of B#{board}: board, count, head
+    tree_partition_rcu: float  # reads of T#{board}#{period}: the count tree's nodes
+    tree_root_rcu: float  # of those, the root's: every rank reads it
     bytes_per_member: int
     storage_gb: float
     monthly_write_cost: float
@@ -167,22 +177,31 @@ def top_from_index_rcu(k: int, shards: int) -> float:
     return VIEW_RCU + HEAD_ITEM_RCU + shards * query_rcu(keys / shards)
 
 
-def bucket_count(members: int) -> int:
-    return max(1, math.ceil(members / BUCKET_AVG_MEMBERS))
+def tree_levels(members: int) -> list[int]:
+    """The nodes of each level of a board's count tree, from the leaves up to the root."""
+    levels = [max(1, math.ceil(members / TREE_LEAF_MEMBERS))]
+    while levels[-1] > 1:
+        levels.append(math.ceil(levels[-1] / TREE_FANOUT))
+    return levels
 
 
-def rank_rcu(members: int, shards: int) -> tuple[float, float, float]:
-    """One rank from the score buckets: (total RCU, the bucket query's RCU, one shard's
-    COUNT RCU). The member is taken at the median, so the query reads half the buckets;
-    the COUNT inside the member's bucket reads a full bucket's keys over every shard."""
-    buckets_read = math.ceil(bucket_count(members) / 2)
-    bucket_query = query_rcu(buckets_read, BUCKET_ITEM_BYTES)
-    count_per_shard = query_rcu(BUCKET_MAX_MEMBERS / shards)
-    return (
-        VIEW_RCU + MEMBER_SCORE_RCU + bucket_query + shards * count_per_shard,
-        bucket_query,
-        count_per_shard,
-    )
+def tree_height(members: int) -> int:
+    """The nodes on a path from the root to a leaf: what one rank reads of the tree."""
+    return len(tree_levels(members))
+
+
+def rank_rcu(members: int) -> tuple[float, float]:
+    """One rank from the count tree: (total RCU, the tree's path RCU). The board and the
+    member's score in one BatchGetItem, then the path's nodes in another, whatever the
+    member's depth and the shard count: no shard is queried."""
+    path = tree_height(members) * TREE_NODE_RCU
+    return RANK_VIEW_RCU + path, path
+
+
+def ranks_rcu(members: int, ids: int = 100) -> float:
+    """The count of ``ids`` members' ranks (``POST .../ranks``) from the tree: the union of
+    their paths, at most one node a member on each level (the upper levels are shared)."""
+    return sum(min(ids, nodes) for nodes in tree_levels(members)) * TREE_NODE_RCU
 
 
 def naive_rank_rcu(members: int, shards: int) -> float:
@@ -234,30 +253,43 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
     top_reads = w.top_reads_per_s
     if w.cache_ttl_s > 0:
         top_reads = min(top_reads, w.cached_pages / w.cache_ttl_s)
-    rank_total, bucket_query, count_per_shard = rank_rcu(w.members, shards)
+    rank_total, path_rcu = rank_rcu(w.members)
 
     top_table_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU)
     top_index_rcu = top_reads * (top_rcu - VIEW_RCU - HEAD_ITEM_RCU)
-    rank_index_rcu = w.rank_reads_per_s * shards * count_per_shard
-    table_rcu = top_table_rcu + w.rank_reads_per_s * (rank_total - shards * count_per_shard)
+    table_rcu = top_table_rcu + w.rank_reads_per_s * rank_total
     table_rcu += w.events_per_s * EVENT_RCU
-    index_rcu = top_index_rcu + rank_index_rcu
+    index_rcu = top_index_rcu
     index_rcu_per_shard = index_rcu / shards
     if index_rcu_per_shard > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
-            f"every rank read (and top read from the index) queries every shard: "
-            f"{index_rcu_per_shard:,.0f} RCU/s a shard is over {w.safety:.0%} of {PARTITION_RCU_PER_S:,}. "
-            "More shards help only until each query reads one block (0.5 RCU); serve top-k from "
-            "the head, cache the top pages (TopCacheTtlSeconds), or read fewer ranks per board."
+            f"every top read from the index queries every shard: {index_rcu_per_shard:,.0f} RCU/s a "
+            f"shard is over {w.safety:.0%} of {PARTITION_RCU_PER_S:,}. More shards help only until "
+            "each query reads one block (0.5 RCU); serve top-k from the head, or cache the top "
+            "pages (TopCacheTtlSeconds)."
         )
-    board_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU)
-    board_rcu += w.rank_reads_per_s * (VIEW_RCU + bucket_query)
+    board_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU) + w.rank_reads_per_s * RANK_BOARD_RCU
     if board_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
-            f"the board's own items (B#{{board}}: board, count, head, buckets) take {board_rcu:,.0f} "
+            f"the board's own items (B#{{board}}: board, count, head) take {board_rcu:,.0f} "
             f"RCU/s, over {w.safety:.0%} of one partition's {PARTITION_RCU_PER_S:,} (DynamoDB may split "
             "them by sort key, but no single item goes past it). Cache the top pages "
             "(TopCacheTtlSeconds) and the board in the functions."
+        )
+    tree_rcu = w.rank_reads_per_s * path_rcu
+    root_rcu = w.rank_reads_per_s * TREE_NODE_RCU
+    if root_rcu > w.safety * PARTITION_RCU_PER_S:
+        warnings.append(
+            f"every rank reads the count tree's root: {w.rank_reads_per_s:,.0f} ranks/s take "
+            f"{root_rcu:,.0f} RCU/s of that one item, over {w.safety:.0%} of the {PARTITION_RCU_PER_S:,} "
+            "a partition (and so an item) serves. Cache rank answers, or read fewer ranks per board."
+        )
+    elif tree_rcu > w.safety * PARTITION_RCU_PER_S:
+        warnings.append(
+            f"the count tree's items (T#{{board}}#{{period}}) take {tree_rcu:,.0f} RCU/s, over "
+            f"{w.safety:.0%} of one partition's {PARTITION_RCU_PER_S:,}: DynamoDB splits a hot "
+            "partition by sort key (its nodes are separate items; the root, the busiest, takes "
+            f"{root_rcu:,.0f}), but it does so only after the load has lasted a while."
         )
     if w.events_per_s > 0:
         per_bucket = w.events_per_s * EVENT_BUCKET_WCU / EVENT_BUCKETS
@@ -286,6 +318,8 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         naive_rank_rcu_per_read=naive_rank_rcu(w.members, shards),
         index_rcu_per_shard=index_rcu_per_shard,
         board_partition_rcu=board_rcu,
+        tree_partition_rcu=tree_rcu,
+        tree_root_rcu=root_rcu,
         bytes_per_member=per_member,
         storage_gb=storage_gb,
         monthly_write_cost=(table_wcu + index_wcu) * SECONDS_PER_MONTH / 1e6 * prices.write_per_million,

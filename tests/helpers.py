@@ -156,6 +156,22 @@ def walk(service: Services, board: str, limit: int) -> tuple[list[tuple[int, str
     return entries, most_rounds
 
 
+def build_count_tree(service: Services, board_id: str, period: str = "all") -> int:
+    """Build the board's count tree from its index (``podium.treebuild``), as a board
+    loaded without its stream needs before the tree can count it (entries at version
+    ``(0, 0)``: a later record of a member finds its entry as another version's, which is
+    correct and costs a write more). Over a tree of the same keys, or of none; the
+    members."""
+    from podium import fanout, keys, treebuild
+    from podium.counttree import Entry
+
+    partitions = keys.partitions(board_id, service.boards.settings(board_id), period)
+    pages = fanout.gather(lambda p: service.db.index.keys_in_range(p, None, None), partitions)
+    entries = {keys.member_of_key(k): Entry(k, (0, 0)) for page in pages for k in page}
+    service.db.tree.put_nodes(board_id, period, treebuild.build(entries), None)
+    return len(entries)
+
+
 def verify_board(
     settings: Settings,
     board_id: str,

@@ -1,5 +1,5 @@
 """Stream consumer: each board's memberCount, rollups into the boards of ``rollupTo``, the
-fold of the hot-counter event log, and the head and score buckets of each board."""
+fold of the hot-counter event log, and the head and count tree of each board."""
 
 from typing import Any
 
@@ -19,4 +19,10 @@ def apply(record: dict[str, Any]) -> None:
         services().aggregator.apply(record)
 
 
-lambda_handler = stream_entrypoint(apply, metric="StreamRecordsAggregated", prepare=per_batch)
+def replay(record: dict[str, Any]) -> None:
+    """A record the redrive replays, maybe after newer ones of its item."""
+    if not is_event_insert(record):
+        services().aggregator.apply(record, replayed=True)
+
+
+lambda_handler = stream_entrypoint(apply, metric="StreamRecordsAggregated", prepare=per_batch, replay=replay)

@@ -18,13 +18,18 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 import requests
 
+from devstack import template as template_module
 from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT
 from podium import numbers
+from podium.config import Settings
+from podium.dal import Database
 from tests.conftest import StackLauncher
-from tests.helpers import decimal_json, eventually, unique_id
+from tests.helpers import assert_equal, decimal_json, eventually, unique_id
+from tests.integration.test_rank_structures import assert_tree_counts_the_index
 from tests.messaging import LocalStack
 
 pytestmark = pytest.mark.e2e
@@ -159,6 +164,12 @@ def test_a_poison_record_fixed_and_redriven_is_applied_exactly_once(
         ("fine", Decimal(7)),
         ("marker", Decimal(3)),
     ]
+    # and the source's count tree, which every attempt and the replays (applied as
+    # replays, each checked against its member's score item) reached, counts each once
+    table = template_module.read(redrive_stack.table_prefix).table_names["LeaderboardTable"]
+    client = boto3.client("dynamodb", endpoint_url=dynamodb_endpoint)
+    store = Database.connect(Settings(table_name=table), client=client)
+    eventually(lambda: assert_equal(len(assert_tree_counts_the_index(store, source)), 3))
 
 
 def _lines(result: subprocess.CompletedProcess[str], status: str) -> int:

@@ -1,5 +1,7 @@
 """`python -m devstack verify` (what `make verify` runs) against the running local stack,
-whose stream consumers carry a repair to the head, the buckets and the counts."""
+whose stream consumers carry a repair to the head, the count tree and the counts; and
+`python -m devstack rebuild` (`make rebuild`), which builds the trees of a board made
+before them."""
 
 from __future__ import annotations
 
@@ -48,9 +50,9 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
     _call("PUT", f"{base}/members/v5", {"hidden": True})
     table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
 
-    def verify(*args: str) -> tuple[int, str]:
+    def verify(*args: str, command: str = "verify") -> tuple[int, str]:
         done = subprocess.run(
-            [sys.executable, "-m", "devstack", "verify", board, "--table-prefix", stack.table_prefix, *args],
+            [sys.executable, "-m", "devstack", command, board, "--table-prefix", stack.table_prefix, *args],
             cwd=ROOT,
             env={
                 **os.environ,
@@ -70,8 +72,9 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
     # When the stack's stream consumers have caught up, the board is consistent
     eventually(lambda: assert_equal(check().differences, []))
 
-    # When a member's index entry is dropped (the stream carries that to the head and the
-    # buckets) and memberCount is one off
+    # When a member's index entry is dropped (the stream carries that to the head; not to
+    # the count tree, which takes each version of an item once, and the write kept v3's)
+    # and memberCount is one off
     client = boto3.client("dynamodb", endpoint_url=dynamodb_endpoint)
     client.update_item(
         TableName=table,
@@ -84,14 +87,13 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
         UpdateExpression="ADD memberCount :one",
         ExpressionAttributeValues={":one": {"N": "1"}},
     )
-    eventually(
-        lambda: assert_equal(named(check().to_json()), [("index_missing", "v3"), ("member_count", None)])
-    )
+    found = [("index_missing", "v3"), ("member_count", None), ("tree", "v3")]
+    eventually(lambda: assert_equal(named(check().to_json()), found))
 
-    # Then `verify` names both, and exits 1
+    # Then `verify` names them, and exits 1
     status, out = verify("--json")
     report = json.loads(out)
-    assert (status, named(report)) == (1, [("index_missing", "v3"), ("member_count", None)])
+    assert (status, named(report)) == (1, found)
     assert report["counts"]["members"] == 10
 
     # When it repairs them (the re-check waits for the stack's stream to carry the repair)
@@ -100,13 +102,35 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
     # Then both were repaired, and the next check finds the board consistent
     report = json.loads(out)
     assert status == 0, report
-    assert sorted(d["kind"] for d in report["repaired"]) == ["index_missing", "member_count"]
+    assert sorted(d["kind"] for d in report["repaired"]) == ["index_missing", "member_count", "tree"]
     status, out = verify()
     assert status == 0
     assert out.splitlines()[-1] == "consistent"
+    assert "a count tree of 1 node" in out
     top = requests.get(f"{base}/top?limit=3", timeout=TIMEOUT).json()
     assert [e["memberId"] for e in top["entries"]] == ["v3", "v1", "v8"]
     assert requests.get(base, timeout=TIMEOUT).json()["memberCount"] == 9
+
+    # When the board is one made before count trees (no countTree on its item, no tree)
+    client.update_item(
+        TableName=table,
+        Key={"pk": {"S": f"B#{board}"}, "sk": {"S": "BOARD"}},
+        UpdateExpression="REMOVE countTree",
+    )
+    client.delete_item(TableName=table, Key={"pk": {"S": f"T#{board}#all"}, "sk": {"S": "R"}})
+
+    # Then `verify` says its trees were never built
+    status, out = verify("--json")
+    assert (status, named(json.loads(out))) == (1, [("tree", None)])
+
+    # When `rebuild` builds them
+    status, out = verify(command="rebuild")
+
+    # Then it says what it built, and the board is consistent again, counted from its tree
+    assert status == 0
+    assert out.strip() == f"board {board}: count trees built: all (1 node); its ranks are counted from them"
+    assert verify()[0] == 0
+    assert requests.get(f"{base}/members/v1/rank", timeout=TIMEOUT).json()["rank"] == 2
 
 
 def named(report: dict[str, Any]) -> list[tuple[str, str | None]]:

@@ -12,13 +12,16 @@ from typing import Any
 
 import pytest
 
-from podium import buckets, cost, indexreads, snapshots
+from podium import cost, indexreads, snapshots
 from podium.dal import Database
 from podium.errors import Conflict
+from podium.indexreads import tree_units
 from podium.models import Notification, RankedEntry, Snapshot
+from podium.reads import VIEW_UNITS
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
-from tests.helpers import Metered, TickingClock, expected_listing, unique_id
+from tests.helpers import Metered, TickingClock, build_count_tree, expected_listing, unique_id
+from tests.treestore import small_nodes
 
 pytestmark = pytest.mark.integration
 
@@ -93,51 +96,67 @@ def test_a_board_of_small_data_gives_whole_pages_with_data(service: Services, me
     assert service.boards.get_board(board).largest_data == len('{"n":"m000"}')
 
 
-def test_ranks_of_100_members_on_100_shards_count_in_one_pass(service: Services, metered: Metered) -> None:
-    # Given a board of 100 shards and 300 members with tied scores
+def test_ranks_of_100_members_on_100_shards_read_the_count_tree_within_the_bound(
+    service: Services, store: Database, metered: Metered, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a board of 100 shards and 300 members with tied scores, its count tree whole, and
+    # counted from its tree as a board past COUNT_INDEX_UP_TO is (a board this small is
+    # counted from the index, which shows a write at once: 300 entries on 100 shards, 151.5 RCU)
+    monkeypatch.setattr(indexreads, "COUNT_INDEX_UP_TO", 100)
     board = unique_id("friends")
     service.boards.put_board(board, board_request({"shards": Decimal(100)}))
     scores = {f"f{i:03d}": Decimal(i % 120) for i in range(300)}
     for member, score in scores.items():
         service.members.put_member(board, member, member_request({"score": score}))
+    store.boards.apply_member_count("count-" + board, board, len(scores))
+    build_count_tree(service, board)
     friends = [f"f{i:03d}" for i in range(0, 300, 3)]
+    reads = metered.service.reads
+    reads.top(board, 1, None, False)  # the board's settings, which a function keeps, are read
 
-    # When the ranks of 100 of them (and an unknown id) are read
-    answer, sample = metered.read(lambda: metered.service.reads.ranks(board, [*friends, "nobody"]))
+    # When the ranks of 100 of them (and an unknown id) are read, by a function that has not
+    # read the tree yet and again by one that has
+    cold, first = metered.read(lambda: reads.ranks(board, [*friends, "nobody"]))
+    warm, again = metered.read(lambda: reads.ranks(board, [*friends, "nobody"]))
 
-    # Then they are the sorted list's, read in one query per shard (not one per member and
-    # shard: 10,000 queries and 5,000 read units), within the bound
+    # Then they are the sorted list's, and no shard is queried (not one query per member and
+    # shard: 10,000 queries and 5,000 read units, nor one pass over the index: 100): the
+    # board, the scores (two BatchGetItems) and the tree's paths, a level a round when cold,
+    # in one BatchGetItem when warm, well within the bound
     expected = [entry for entry in expected_listing(scores) if entry[1] in friends]
-    assert _ranked(answer) == expected
-    assert sample.requests <= 100 + 4  # the board, the scores (two BatchGetItems), the shards
-    assert sample.rcu <= cost.READ_BOUND
+    assert _ranked(cold) == _ranked(warm) == expected
+    assert first.requests == 1 + 2 + 2  # a tree of two levels: the root, then its leaves
+    assert again.requests == 1 + 2 + 1
+    assert first.rcu <= cost.READ_BOUND
+    assert again.rcu <= cost.READ_BOUND
+    assert again.rcu < 100 * 1.0 + 50  # the scores, strongly consistent, and a few nodes
 
 
 @pytest.fixture(scope="module")
-def grouped(store: Database) -> tuple[str, dict[str, Decimal]]:
-    """A board of 150 members on 7 shards, with buckets of 6 members (rebuilt from the index)."""
+def treed(store: Database) -> tuple[str, dict[str, Decimal]]:
+    """A board of 150 members on 7 shards, with a count tree of nodes of 4 entries and 3
+    children (several levels; built from the index)."""
     service = Services(store, clock=TickingClock())
-    board = unique_id("grouped")
+    board = unique_id("treed")
     service.boards.put_board(board, board_request({"shards": Decimal(7)}))
     scores = {f"g{i:03d}": Decimal((i * 37) % 90) / 2 for i in range(150)}
     for member, score in scores.items():
         service.members.put_member(board, member, member_request({"score": score}))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(buckets, "REBUILD_SIZE", 6)
-        service.maintenance.rebuild_rank_structures(board)
+    with small_nodes(leaf_max=4, fanout=3):
+        build_count_tree(service, board)
     store.boards.apply_member_count("count-" + board, board, len(scores))
     return board, scores
 
 
 @pytest.mark.parametrize("block", [1, 64, 4096])
-def test_counts_from_buckets_grouped_any_way_are_exact(
-    grouped: tuple[str, dict[str, Decimal]], metered: Metered, monkeypatch: pytest.MonkeyPatch, block: int
+def test_counts_from_the_tree_are_exact_for_every_read(
+    treed: tuple[str, dict[str, Decimal]], metered: Metered, monkeypatch: pytest.MonkeyPatch, block: int
 ) -> None:
-    # Given a board of small buckets (every count goes through them) and blocks of any size,
-    # so that the cheapest plan reads each bucket alone, groups some, or reads from the top
+    # Given a board whose every count goes through its tree of several levels, and blocks of
+    # any size (so that around reads the whole index, or counts beside the gathers)
     monkeypatch.setattr(indexreads, "COUNT_INDEX_UP_TO", 0)
     monkeypatch.setattr(cost, "BLOCK_BYTES", block)
-    board, scores = grouped
+    board, scores = treed
 
     # When ranks, the windows around members and pages after a cursor are read
     listing = expected_listing(scores)
@@ -156,12 +175,12 @@ def test_counts_from_buckets_grouped_any_way_are_exact(
     assert _ranked(after.entries) == listing[20:50]
 
 
-def test_consistent_rank_counts_the_index_near_the_top_and_the_buckets_deep_down(
-    service: Services, metered: Metered, monkeypatch: pytest.MonkeyPatch
+def test_consistent_rank_counts_the_index_near_the_top_and_the_tree_deep_down(
+    service: Services, store: Database, metered: Metered, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a board of small buckets, and a bound that lets consistent=true count the index
-    # from the top only above about its 40th member
-    monkeypatch.setattr(buckets, "REBUILD_SIZE", 6)
+    # Given a board of 120 members on one shard, its tree whole, blocks of 64 bytes (an
+    # entry is two), and a bound that lets consistent=true count the index from the top only
+    # above about its 30th member, once the tree's path (read strongly consistent) is paid
     monkeypatch.setattr(indexreads, "COUNT_INDEX_UP_TO", 0)
     monkeypatch.setattr(cost, "BLOCK_BYTES", 64)
     board = unique_id("deep")
@@ -169,23 +188,26 @@ def test_consistent_rank_counts_the_index_near_the_top_and_the_buckets_deep_down
     scores = {f"d{i:03d}": Decimal(i) for i in range(120)}
     for member, score in scores.items():
         service.members.put_member(board, member, member_request({"score": score}))
-    service.maintenance.rebuild_rank_structures(board)
-    service.db.boards.apply_member_count("count-" + board, board, len(scores))
-    monkeypatch.setattr(cost, "READ_BOUND", 4 + 0.5 * 40 * 2 + 30)
+    build_count_tree(service, board)
+    store.boards.apply_member_count("count-" + board, board, len(scores))
+    listing = expected_listing(scores)
+    reader = metered.service.reads
+    path = reader.counting.tree.count(board, "all", ["~"], consistent=True)
+    monkeypatch.setattr(cost, "READ_BOUND", VIEW_UNITS + tree_units(path) + 0.5 * 30 * 2)
 
     # When the first, a middle and the last member's ranks are read with consistent=true
-    listing = expected_listing(scores)
     found = {}
     for position in (0, 20, 60, 119):
         member = listing[position][1]
-        answer, sample = metered.read(lambda m=member: metered.service.reads.rank(board, m, consistent=True))  # type: ignore[misc]
+        answer, sample = metered.read(lambda m=member: reader.rank(board, m, consistent=True))  # type: ignore[misc]
         found[position] = (answer["rank"], sample.items_read)
 
     # Then every rank is exact; near the top the index is counted (it reads the entries
-    # above), deep down the buckets (a bucket's entries at most, whatever the depth)
+    # above), deep down the tree answers (its path, whatever the depth)
     assert {p: rank for p, (rank, _) in found.items()} == {p: listing[p][0] for p in found}
     assert found[20][1] >= 20
-    assert found[119][1] < 119 - 20
+    assert found[60][1] < 20
+    assert found[119][1] < 20
 
 
 def _events(member: str, count: int, prefix: str | None) -> Iterator[Any]:

@@ -1,10 +1,11 @@
 """The consistency checker on DynamoDB Local: boards built through the services, with the
-real change stream applied by the real consumers, are found consistent; each structure
-corrupted by hand is named, exactly, repaired, and then found consistent again."""
+real change stream applied by the real consumers (their count trees in nodes of 4, so that
+they split), are found consistent; each structure corrupted by hand is named, exactly,
+repaired, and then found consistent again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -13,14 +14,15 @@ from typing import Any
 import pytest
 
 from devstack.streams import StreamTail
-from podium import buckets, keys
+from podium import keys
 from podium.config import Settings
-from podium.consistency import ConsistencyReport, Kind
+from podium.consistency import ConsistencyReport, Difference, Kind
 from podium.dal import Database
 from podium.stream.records import is_event_insert
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
 from tests.helpers import TickingClock, small_head, unique_id, verify_board
+from tests.treestore import small_nodes
 
 pytestmark = pytest.mark.integration
 
@@ -104,6 +106,13 @@ def build_board(service: Services, stream: Stream, board: str, members: int = 16
     return Board(board, service, stream, scores, {"m06"})
 
 
+@pytest.fixture(autouse=True)
+def small_tree() -> Iterator[None]:
+    """Count trees of nodes of 4: a board of a dozen members has inner nodes."""
+    with small_nodes(4, 4):
+        yield
+
+
 @pytest.fixture
 def board(service: Services, new_stream: Callable[[Services, str], Stream]) -> Board:
     board_id = unique_id("checked")
@@ -111,7 +120,12 @@ def board(service: Services, new_stream: Callable[[Services, str], Stream]) -> B
 
 
 def kinds(report: ConsistencyReport) -> list[tuple[Kind, str | None]]:
-    return sorted((d.kind, d.member_id) for d in report.differences)
+    return by_kind(report.differences)
+
+
+def by_kind(differences: list[Difference]) -> list[tuple[Kind, str | None]]:
+    """The differences' (kind, member), in order of kind, those of no member first."""
+    return sorted(((d.kind, d.member_id) for d in differences), key=lambda d: (d[0], d[1] or ""))
 
 
 def test_a_board_built_through_the_services_is_consistent(
@@ -127,6 +141,7 @@ def test_a_board_built_through_the_services_is_consistent(
     assert report.counts["members"] == len(board.scores) + len(board.hidden)
     assert report.counts["hidden"] == 1
     assert report.counts["indexEntries"] == len(board.scores)
+    assert report.counts["treeNodes"] > 4
     # and the index it found consistent ranks the model's members by the model's scores
     top = board.service.reads.top(board.board_id, 100, None, False, consistent=True)
     assert [(e.member_id, e.score) for e in top.entries] == sorted(
@@ -135,15 +150,11 @@ def test_a_board_built_through_the_services_is_consistent(
     assert board.service.boards.get_board(board.board_id).member_count == len(board.scores)
 
 
-def test_a_board_whose_head_has_a_ladder_and_whose_buckets_split_is_consistent(
-    store: Database,
-    new_stream: Callable[[Services, str], Stream],
-    monkeypatch: pytest.MonkeyPatch,
+def test_a_board_whose_head_has_a_ladder_and_whose_tree_split_is_consistent(
+    store: Database, new_stream: Callable[[Services, str], Stream]
 ) -> None:
-    # Given a board of 40 members, with a head of 8 keys and a ladder, and buckets of a
-    # dozen members that split as scores move (some splits finished by the scheduled job)
-    monkeypatch.setattr(buckets, "SPLIT_AT", 12)
-    monkeypatch.setattr(buckets, "REBUILD_SIZE", 6)
+    # Given a board of 40 members, with a head of 8 keys and a ladder, and a count tree of
+    # nodes of 4 that splits as members come and scores move
     clock = TickingClock()
     service = Services(store, clock=clock)
     with small_head():
@@ -151,7 +162,6 @@ def test_a_board_whose_head_has_a_ladder_and_whose_buckets_split_is_consistent(
         stream = new_stream(service, board_id)
         board = build_board(service, stream, board_id, members=40)
         clock.moment += timedelta(seconds=10)
-        service.maintenance.finish_splits(board_id)
         for index in range(0, 40, 3):
             member = f"m{index:02d}"
             if member in board.scores:
@@ -163,7 +173,7 @@ def test_a_board_whose_head_has_a_ladder_and_whose_buckets_split_is_consistent(
 
     # Then nothing differs, and there was something to check
     assert report.ok, report.differences
-    assert report.counts["buckets"] > 3
+    assert report.counts["treeNodes"] > 12
     assert report.counts["headKeys"] == 8
 
 
@@ -238,7 +248,14 @@ class Raw:
     client: Any
     table: str
 
-    def update(self, pk: str, sk: str, expression: str, values: dict[str, Any] | None = None) -> None:
+    def update(
+        self,
+        pk: str,
+        sk: str,
+        expression: str,
+        values: dict[str, Any] | None = None,
+        names: dict[str, str] | None = None,
+    ) -> None:
         request: dict[str, Any] = {
             "TableName": self.table,
             "Key": {"pk": {"S": pk}, "sk": {"S": sk}},
@@ -246,6 +263,8 @@ class Raw:
         }
         if values:
             request["ExpressionAttributeValues"] = values
+        if names:
+            request["ExpressionAttributeNames"] = names
         self.client.update_item(**request)
 
     def get(self, pk: str, sk: str) -> dict[str, Any]:
@@ -256,6 +275,14 @@ class Raw:
 
     def put(self, item: dict[str, Any]) -> None:
         self.client.put_item(TableName=self.table, Item=item)
+
+    def query(self, pk: str) -> list[dict[str, Any]]:
+        request = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+        }
+        return list(self.client.query(**request)["Items"])
 
 
 def placement(board: Board, member: str, score: Decimal, reached_us: int = 1) -> tuple[str, str]:
@@ -321,8 +348,16 @@ def member_count_off(board: Board, raw: Raw) -> None:
     raw.update(f"B#{board.board_id}", "BOARD", "ADD memberCount :one", {":one": {"N": "1"}})
 
 
-def bucket_count_off(board: Board, raw: Raw) -> None:
-    raw.update(f"B#{board.board_id}", "BKT#all#", "ADD n :minus", {":minus": {"N": "-1"}})
+def tree_entry_lost(board: Board, raw: Raw) -> None:
+    leaves = raw.query(f"T#{board.board_id}#all")
+    leaf = next(item for item in leaves if "m10" in item.get("e", {}).get("M", {}))
+    raw.update(leaf["pk"]["S"], leaf["sk"]["S"], "REMOVE e.m10")
+
+
+def tree_count_off(board: Board, raw: Raw) -> None:
+    root = raw.get(f"T#{board.board_id}#all", "R")
+    child = {"#c": sorted(root["c"]["M"])[-1]}
+    raw.update(root["pk"]["S"], "R", "SET c.#c.n = c.#c.n + :one", {":one": {"N": "1"}}, child)
 
 
 def stale_head(board: Board, raw: Raw) -> None:
@@ -333,32 +368,46 @@ def stale_head(board: Board, raw: Raw) -> None:
     raw.put(before)  # the head as it was before m12 took the lead
 
 
-CORRUPTIONS = {
+# What each corruption does, and what a check names then (kind, member), the first
+# difference's detail. A write around the service keeps the item's version: the stream
+# brings its record, and the count tree, which takes a record once per version, does not
+# follow it, so a corrupted index key is a difference of the tree too.
+CORRUPTIONS: dict[str, tuple[Callable[[Board, Raw], None], list[tuple[Kind, str | None]], str]] = {
     "an index entry dropped": (
         drop_index_entry,
-        Kind.INDEX_MISSING,
-        "m10",
+        [(Kind.INDEX_MISSING, "m10"), (Kind.TREE, "m10")],
         "m10 (score 1) is not in the ranking",
     ),
-    "a wrong sort key": (wrong_sort_key, Kind.INDEX_WRONG_SORT_KEY, "m10", "its score 1 gives"),
-    "the wrong shard": (wrong_shard, Kind.INDEX_WRONG_PARTITION, "m10", "member m10 is in index partition"),
-    "a stray entry": (stray_entry, Kind.INDEX_STRAY, None, "which is no ranked member of period all"),
-    "a hidden member ranked": (hidden_member_ranked, Kind.HIDDEN_RANKED, "m06", "m06 is hidden, but"),
-    "a score with no member": (ghost_score, Kind.ORPHAN_SCORE, "ghost", "a score item of ghost"),
-    "a delete stopped half-way": (delete_stopped_half_way, Kind.UNFINISHED_DELETE, "m11", "has not finished"),
+    "a wrong sort key": (
+        wrong_sort_key,
+        [(Kind.INDEX_WRONG_SORT_KEY, "m10"), (Kind.TREE, "m10")],
+        "its score 1 gives",
+    ),
+    "the wrong shard": (
+        wrong_shard,
+        [(Kind.INDEX_WRONG_PARTITION, "m10")],
+        "member m10 is in index partition",
+    ),
+    "a stray entry": (stray_entry, [(Kind.INDEX_STRAY, None)], "which is no ranked member of period all"),
+    "a hidden member ranked": (hidden_member_ranked, [(Kind.HIDDEN_RANKED, "m06")], "m06 is hidden, but"),
+    "a score with no member": (ghost_score, [(Kind.ORPHAN_SCORE, "ghost")], "a score item of ghost"),
+    "a delete stopped half-way": (
+        delete_stopped_half_way,
+        [(Kind.UNFINISHED_DELETE, "m11")],
+        "has not finished",
+    ),
     "memberCount one too many": (
         member_count_off,
-        Kind.MEMBER_COUNT,
-        None,
+        [(Kind.MEMBER_COUNT, None)],
         "memberCount is 15; the board has 14",
     ),
-    "a bucket one short": (
-        bucket_count_off,
-        Kind.BUCKETS,
-        None,
-        "counts 13; 14 ranked members are in its range",
+    "a member lost from the count tree": (
+        tree_entry_lost,
+        [(Kind.TREE, None), (Kind.TREE, "m10")],
+        "members under the count tree's node of level 0",
     ),
-    "a stale head": (stale_head, Kind.HEAD, None, "position 1 holds m"),
+    "a count of the tree one too many": (tree_count_off, [(Kind.TREE, None)], "the count tree's root counts"),
+    "a stale head": (stale_head, [(Kind.HEAD, None)], "position 1 holds m"),
 }
 
 
@@ -366,15 +415,15 @@ CORRUPTIONS = {
 def test_a_corrupted_structure_is_named_and_repaired(
     name: str, board: Board, dynamodb_client: Any, local_tables: Settings
 ) -> None:
-    corrupt, kind, member, detail = CORRUPTIONS[name]
+    corrupt, named, detail = CORRUPTIONS[name]
     # Given a consistent board (a fixture; the first test checks it)
     # When one structure is corrupted, and the stream carries whatever it carries of that
     corrupt(board, Raw(dynamodb_client, local_tables.table_name))
     board.stream.settle()
 
-    # Then a check names exactly that difference
+    # Then a check names exactly those differences
     found = board.check()
-    assert kinds(found) == [(kind, member)], found.differences
+    assert kinds(found) == named, found.differences
     assert detail in found.differences[0].detail
 
     # When it is repaired (and the stream carries the repair)
@@ -382,7 +431,7 @@ def test_a_corrupted_structure_is_named_and_repaired(
 
     # Then the difference is gone, and a second check finds the board consistent
     assert repaired.ok, repaired.differences
-    assert [(d.kind, d.member_id) for d in repaired.repaired] == [(kind, member)]
+    assert by_kind(repaired.repaired) == named
     assert repaired.notes == []
     again = board.check()
     assert again.ok, again.differences

@@ -1,47 +1,42 @@
 """Hiding a member, against DynamoDB Local and its real change stream (every batch
-delivered twice): every ranking, the head, the buckets and the counts agree with a plain
-sorted list of the members that are not hidden; a hidden member's submissions are applied
+delivered twice): every ranking, the head, the count tree and the counts agree with a
+plain sorted list of the members that are not hidden; a hidden member's submissions are applied
 unseen, and an unhide puts it back exactly at its current score."""
 
 from __future__ import annotations
 
-import math
 import random
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from podium import buckets, cost, indexreads
 from podium.config import Settings
 from podium.dal import Database
 from podium.errors import NotFound
+from podium.keys import member_of_key
 from podium.stream.aggregate import Aggregator
 from podium.validation import board_request, member_request
 from podium.wiring import Services
 from tests.helpers import TickingClock, expected_listing, unique_id, walk
 from tests.integration.test_rank_structures import (
     Stream,
-    assert_buckets_count_the_index,
+    assert_tree_counts_the_index,
     deliver,
     stepping_clock,
 )
+from tests.treestore import small_nodes
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def bucket_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Small buckets that split often, and every rank read through them (not the direct
-    COUNT kept for small boards)."""
-    monkeypatch.setattr(buckets, "SPLIT_AT", 12)
-    monkeypatch.setattr(buckets, "REBUILD_SIZE", 6)
-    monkeypatch.setattr(indexreads, "COUNT_INDEX_UP_TO", 0)
-    # Every byte billed: the buckets, which read inside one bucket, are always the cheaper
-    # way to count, and consistent=true is always cheap enough to count the index itself.
-    monkeypatch.setattr(cost, "BLOCK_BYTES", 1)
-    monkeypatch.setattr(cost, "READ_BOUND", math.inf)
+def small_tree() -> Iterator[None]:
+    """A count tree of nodes of 4, so that 60 members split it into several levels."""
+    with small_nodes(4, 4):
+        yield
 
 
 def deliver_twice(aggregator: Aggregator, stream: Stream) -> None:
@@ -69,7 +64,8 @@ def assert_rankings_are(service: Services, store: Database, board: str, shown: d
         assert service.reads.rank(board, member)["rank"] == rank, member
         assert service.reads.rank(board, member, consistent=True)["rank"] == rank, member
     assert service.boards.get_board(board).member_count == len(shown)
-    assert_buckets_count_the_index(store, board, len(shown))
+    listed = assert_tree_counts_the_index(store, board)
+    assert len(listed) == len(shown)
 
 
 def test_hide_then_unhide_restores_exact_ranks_with_the_submissions_made_meanwhile(
@@ -77,10 +73,11 @@ def test_hide_then_unhide_restores_exact_ranks_with_the_submissions_made_meanwhi
     local_tables: Settings,
     dynamodb_client: Any,
     dynamodb_endpoint: str,
-    bucket_ranks: None,
+    small_tree: None,
     head_in_small_sizes: None,
 ) -> None:
-    # Given a board of 60 members on 3 shards whose head, buckets and count the stream keeps
+    # Given a board of 60 members on 3 shards whose head, count tree and count the stream
+    # keeps
     rng = random.Random(11)
     clock = stepping_clock()
     service = Services(store, clock=clock)
@@ -109,7 +106,7 @@ def test_hide_then_unhide_restores_exact_ranks_with_the_submissions_made_meanwhi
     deliver_twice(aggregator, stream)
 
     # Then every ranking is that of the members still shown: the index, the head, the
-    # buckets' ranks and the count
+    # ranks, the count tree and the count
     shown = {m: s for m, s in scores.items() if m not in hidden}
     assert_rankings_are(service, store, board, shown)
     # and a hidden member has no rank, no window, and is left out of several ranks
@@ -164,6 +161,8 @@ def test_a_hide_reaches_every_readable_period_and_the_first_score_of_a_new_one(
     def listing(day: str) -> list[str]:
         page = service.reads.top(board, 10, None, False, requested_period=day, consistent=True)
         assert page.total == len(page.entries)  # the period's count follows the index
+        tree = assert_tree_counts_the_index(store, board, day)  # and so does the period's tree
+        assert [member_of_key(k) for k in tree] == [e.member_id for e in page.entries]
         return [e.member_id for e in page.entries]
 
     assert [listing(day) for day in days] == [["cheat", "ana", "bob"]] * 3

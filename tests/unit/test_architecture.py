@@ -18,7 +18,8 @@ LAYER = ROOT / "layers" / "podium" / "podium"
 FUNCTIONS = ROOT / "functions"
 # What the data-access layer may import of the layer: itself, and the shared vocabulary
 # (records, errors, settings, the JSON codec of exact numbers, the thread pool, the
-# Idempotency-Key of a submission and its record).
+# Idempotency-Key of a submission and its record, the count tree's nodes and the pure
+# decisions on them, which the tree's items hold).
 SHARED = {
     "podium.models",
     "podium.errors",
@@ -26,6 +27,7 @@ SHARED = {
     "podium.numbers",
     "podium.fanout",
     "podium.idempotency",
+    "podium.counttree",
 }
 AWS = ("boto3", "botocore", "mypy_boto3_dynamodb")
 MAX_MODULE_LINES = 500

@@ -1,22 +1,25 @@
 """The logic that keeps a request within its read bound, against plain lists: counts taken
-either way are exact, and a page with data never asks for more than its budget covers."""
+either way (the index, the count tree) are exact, and a page with data never asks for more
+than its budget covers."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, cast
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from podium import buckets, cost, indexreads, numbers
+from podium import cost, indexreads, numbers, treebuild
+from podium.counttree import Entry, Node, NodeId
 from podium.indexreads import Counting
 from podium.keys import shard_of
-from podium.models import Board, BoardSettings, Bucket, RankedEntry
+from podium.models import Board, BoardSettings, RankedEntry
 from podium.reads import (
     MAX_DATA_ROUNDS,
     MAX_PAGE_BYTES,
@@ -24,6 +27,8 @@ from podium.reads import (
     ReadService,
     profile_units,
 )
+from podium.treereads import TreeReader
+from tests.treestore import MemoryTree, small_nodes
 
 
 class FakeIndex:
@@ -56,16 +61,29 @@ class FakeIndex:
         return len(self._range(partition, lo, hi))
 
 
-class FakeStructures:
-    def __init__(self, layout: list[Bucket]) -> None:
-        self.layout = layout
-        self.listed: list[bool] = []  # each listing's ConsistentRead
+class RecordedTree(MemoryTree):
+    """The in-memory count tree, recording whether each read was strongly consistent."""
 
-    def list_buckets(
-        self, board_id: str, period: str, *, upto: str | None = None, consistent: bool = False
-    ) -> list[Bucket]:
-        self.listed.append(consistent)
-        return [b for b in self.layout if upto is None or b.lo <= upto]
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[bool] = []
+
+    def read_nodes(
+        self, board_id: str, period: str, ids: Iterable[NodeId], *, consistent: bool
+    ) -> dict[NodeId, Node]:
+        self.reads.append(consistent)
+        return super().read_nodes(board_id, period, ids, consistent=consistent)
+
+
+def built_tree(keys: list[str]) -> RecordedTree:
+    """The count tree of ``keys`` (each its own member), as a build leaves it."""
+    tree = RecordedTree()
+    tree.put_nodes("b", "all", treebuild.build({k: Entry(k, (0, 1)) for k in keys}), None)
+    return tree
+
+
+def a_board(*, whole: bool = True) -> Board:
+    return Board("b", BoardSettings(), None, datetime(2026, 11, 25, tzinfo=UTC), count_tree=whole)
 
 
 keys_strategy = st.lists(
@@ -77,62 +95,97 @@ keys_strategy = st.lists(
 @given(
     keys_strategy,
     st.integers(1, 6),
-    st.lists(st.integers(0, 79), max_size=12),
     st.lists(st.text(alphabet="0123456789abz~", min_size=1, max_size=6), min_size=1, max_size=12),
+    st.booleans(),
     st.booleans(),
     st.sampled_from([0.0, 30.0, 1e9]),
     st.sampled_from([1, 16, 4096]),
+    st.sampled_from([0, 2048]),
 )
 def test_counts_are_exact_whichever_way_they_are_taken(
     keys: list[str],
     shards: int,
-    cuts: list[int],
     bounds: list[str],
+    whole: bool,
     consistent: bool,
     budget: float,
     block: int,
+    small_board: int,
 ) -> None:
-    # Given a board's keys on some shards, buckets that count them exactly, blocks of any
-    # size (so either way may be the cheaper) and any budget
+    # Given a board's keys on some shards and its count tree (whole, or not built yet) of
+    # small nodes (several levels), blocks of any size (so either way may be the cheaper),
+    # any budget, and boards counted as small or not
     keys.sort()
-    starts = sorted({buckets.BELOW_EVERY_KEY, *(keys[i] for i in cuts if i < len(keys))})
-    layout = []
-    for number, lo in enumerate(starts):
-        hi = starts[number + 1] if number + 1 < len(starts) else None
-        layout.append(Bucket(lo, sum(1 for k in keys if k >= lo and (hi is None or k < hi)), 1))
     bounds.sort()
-    index, structures = FakeIndex(keys, shards), FakeStructures(layout)
+    index = FakeIndex(keys, shards)
     partitions = list(index.shards)
 
-    # When the entries below each bound are counted on a board past the small-board size
-    with patch.object(cost, "BLOCK_BYTES", block), patch.object(indexreads, "COUNT_INDEX_UP_TO", 0):
-        counted = Counting(cast(Any, index), cast(Any, structures)).below(
-            "b", "all", partitions, bounds, len(keys), consistent=consistent, budget=budget
+    # When the entries below each bound are counted
+    with (
+        small_nodes(leaf_max=4, fanout=3),
+        patch.object(cost, "BLOCK_BYTES", block),
+        patch.object(indexreads, "COUNT_INDEX_UP_TO", small_board),
+    ):
+        tree = built_tree(keys)
+        counting = Counting(cast(Any, index), TreeReader(tree))
+        counted = counting.below(
+            a_board(whole=whole), "all", partitions, bounds, len(keys), consistent=consistent, budget=budget
         )
 
-    # Then every count is the sorted list's
+    # Then every count is the sorted list's, and what was read is billed
     assert counted.counts == [bisect_left(keys, bound) for bound in bounds]
-    assert counted.units >= 0.5 * len(index.queries)
-    # and consistent=true counts the index itself whenever the budget allows it
-    assert structures.listed == [consistent]
-    if consistent and budget >= 1e9:
-        assert index.queries == [None] * shards
+    assert counted.units >= 0.5 * (len(index.queries) + len(tree.log))
+    # A tree that is not whole is never read; with consistent=true the tree is read strongly
+    # consistent, and the index itself is counted whenever the budget allows it
+    if not whole:
+        assert tree.reads == []
+    if consistent:
+        assert all(tree.reads)
+        if budget >= 1e9:
+            assert index.queries == [None] * shards
 
 
-def test_a_hundred_bounds_in_a_hundred_buckets_read_each_shard_once_on_a_small_board() -> None:
-    # Given 2,000 members on 100 shards (a small board: the index is counted), and 100 bounds
+def test_a_hundred_bounds_on_a_small_board_read_each_shard_once() -> None:
+    # Given 2,000 members on 100 shards (a small board: one pass over the index costs no
+    # more than the tree's paths), and 100 bounds
     keys = [f"{n:05d}#m{n}" for n in range(2000)]
-    index = FakeIndex(keys, 100)
+    index, tree = FakeIndex(keys, 100), built_tree(keys)
     bounds = sorted(keys[n] for n in range(5, 2000, 20))
 
     # When they are counted
-    counted = Counting(cast(Any, index), cast(Any, FakeStructures([]))).below(
-        "b", "all", list(index.shards), bounds, len(keys)
+    counted = Counting(cast(Any, index), TreeReader(tree)).below(
+        a_board(), "all", list(index.shards), bounds, len(keys)
     )
 
     # Then exactly, in one query per shard (not one per bound and shard: 10,000)
     assert counted.counts == [bisect_left(keys, bound) for bound in bounds]
     assert len(index.queries) == 100
+    assert tree.reads == []
+
+
+@pytest.mark.parametrize("shards", [1, 100])
+def test_a_hundred_bounds_on_a_big_board_read_the_tree_s_paths_once(shards: int) -> None:
+    # Given 20,000 members on 1 or 100 shards, their count tree as built, and 100 bounds
+    # spread over the listing
+    keys = [f"{n:06d}#m{n}" for n in range(20_000)]
+    index, tree = FakeIndex(keys, shards), built_tree(keys)
+    bounds = sorted(keys[n] for n in range(100, 20_000, 200))
+
+    # When they are counted by a reader that has not seen the tree, then by one that has
+    reader = TreeReader(tree)
+    cold = Counting(cast(Any, index), reader).below(a_board(), "all", list(index.shards), bounds, len(keys))
+    reads = len(tree.reads)
+    warm = Counting(cast(Any, index), reader).below(a_board(), "all", list(index.shards), bounds, len(keys))
+
+    # Then exactly, without a query of the index: the union of the paths, a level a round
+    # when cold, in one round when warm, billed half a unit a node
+    expected = [bisect_left(keys, bound) for bound in bounds]
+    assert cold.counts == warm.counts == expected
+    assert index.queries == []
+    levels = cost.tree_levels(len(keys))
+    assert reads == len(levels)
+    assert len(tree.reads) == reads + 1
+    assert warm.units == 0.5 * cost.path_items(len(keys), 100) == 0.5 * sum(min(100, n) for n in levels)
 
 
 class FakeMembers:

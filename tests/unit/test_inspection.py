@@ -6,10 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from decimal import Decimal
 
-from podium import keys
+from podium import keys, treebuild
+from podium.counttree import Count, Entry, Inner, Leaf, Node
 from podium.dal.audit import BoardItems, IndexEntry, StoredProfile, StoredScore
 from podium.inspection import BoardState, inspect
-from podium.models import BoardSettings, Bucket, HeadItem, ScoreState
+from podium.keys import member_of_key
+from podium.models import BoardSettings, HeadItem, ScoreState
+from tests.treestore import small_nodes
 
 BOARD = "b"
 SETTINGS = BoardSettings(shards=2, reset="daily")
@@ -17,7 +20,7 @@ TODAY, YESTERDAY = "2026-11-23", "2026-11-22"
 
 
 def score(member: str, value: int, period: str = TODAY, *, hidden: bool = False) -> StoredScore:
-    state = ScoreState(Decimal(value), 1, 1_000 + value, hidden=hidden)
+    state = ScoreState(Decimal(value), 1, 1_000 + value, hidden=hidden, created_us=500)
     if hidden:
         return StoredScore(member, period, state, None, None)
     placement = keys.placement(BOARD, SETTINGS, member, state, period)
@@ -55,8 +58,13 @@ def consistent() -> BoardState:
         member_count=2,
         period_count=2,
         head=HeadItem(ranked, complete=True, version=3),
-        buckets=[Bucket("", 2, 1)],
+        tree=tree_of(today),
     )
+
+
+def tree_of(scores: list[StoredScore]) -> list[Node]:
+    """The count tree the stream leaves for these score items: built from their keys."""
+    return treebuild.build({s.member_id: Entry(str(s.sort_key), (500, 1)) for s in scores})
 
 
 def named(state: BoardState) -> list[tuple[str, str | None]]:
@@ -72,7 +80,7 @@ def test_a_consistent_state_has_no_differences_and_is_counted() -> None:
         "scores": 3,
         "indexEntries": 2,
         "headKeys": 2,
-        "buckets": 1,
+        "treeNodes": 1,
     }
 
 
@@ -138,7 +146,7 @@ def test_a_member_of_a_never_resetting_board_with_no_score_item_is_named() -> No
         entries=[replace(entry(a), sk="SCORE#all")],
         period_count=None,
         head=HeadItem([placement.sort_key], True, 1),
-        buckets=[Bucket("", 1, 1)],
+        tree=tree_of([a]),
     )
     assert named(state) == [("score_missing", "d")]
     assert not inspect(state).through_stream  # no score can be made up
@@ -152,21 +160,144 @@ def test_a_head_that_says_it_is_complete_and_is_not() -> None:
     found = inspect(state)
     assert named(state) == [("head", None)]
     assert "its 1 keys are the whole board, and 2 members are ranked" in found.differences[0].detail
-    assert found.ranked == [e.sort_key for e in state.entries]  # what the head and buckets are rebuilt from
+    # what the head and the tree are rebuilt from: each ranked member's key and version
+    assert found.ranked == {s.member_id: Entry(str(s.sort_key), (500, 1)) for s in ranked_today(state)}
     # an incomplete head that holds the first keys is as the stream leaves it
     assert named(replace(state, head=replace(short, complete=False))) == []
 
 
-def test_buckets_that_do_not_start_below_every_key_or_miscount() -> None:
+def ranked_today(state: BoardState) -> list[StoredScore]:
+    return [s for s in state.items.scores if s.period == TODAY and s.sort_key is not None]
+
+
+def test_a_tree_that_holds_a_member_wrongly_is_named_by_member() -> None:
+    # Given the consistent state, and trees that lost b, hold a twice, hold b at another
+    # key, and hold c, who is hidden (no score item of the period carries its key)
     state = consistent()
-    first = state.entries[0].sort_key
-    found = inspect(replace(state, buckets=[Bucket(first, 2, 1)]))
-    assert [str(d.kind) for d in found.differences] == ["buckets"]
-    assert "not below every key" in found.differences[0].detail
-    found = inspect(replace(state, buckets=[Bucket("", 1, 1), Bucket(state.entries[1].sort_key, 2, 1)]))
-    assert [d.detail for d in found.differences] == [
-        "score bucket 2 of 2 (from a (score 5)) counts 2; 1 ranked members are in its range"
+    a, b = ranked_today(state)
+    leaf = state.tree[0]
+    assert isinstance(leaf, Leaf)
+    elsewhere = Entry(
+        keys.placement(BOARD, SETTINGS, "b", replace(b.state, score=Decimal(99)), TODAY).sort_key, (500, 2)
+    )
+    cases = {
+        "lost": {"a": leaf.entries["a"]},
+        "at another key": {**leaf.entries, "b": elsewhere},
+        "not ranked": {
+            **leaf.entries,
+            "c": Entry(keys.placement(BOARD, SETTINGS, "c", b.state, TODAY).sort_key, (500, 1)),
+        },
+    }
+    details = {}
+    for case, entries in cases.items():
+        found = inspect(replace(state, tree=[replace(leaf, entries=entries)]))
+        assert [(str(d.kind), d.member_id) for d in found.differences] == [
+            ("tree", "b" if case != "not ranked" else "c")
+        ], case
+        details[case] = found.differences[0].detail
+        # and the head and the tree are rebuilt from the items' keys and versions
+        assert found.ranked == {s.member_id: Entry(str(s.sort_key), (500, 1)) for s in (a, b)}
+    assert details["lost"] == "the count tree does not hold b (score 9)"
+    assert (
+        details["at another key"] == "the count tree holds b (score 99); its score item carries b (score 9)"
+    )
+    assert (
+        details["not ranked"] == "the count tree holds c (score 9), which no score item of the period carries"
+    )
+
+
+def nine_members() -> tuple[BoardState, list[Node]]:
+    """A consistent board of 9 members (``mN`` scores N) whose tree has leaves of 2 and
+    three levels above them (built with small nodes)."""
+    scores = [score(f"m{i}", i) for i in range(9)]
+    with small_nodes(3, 3):
+        nodes = tree_of(scores)
+    state = replace(
+        consistent(),
+        items=BoardItems({s.member_id: StoredProfile(s.member_id, False, None) for s in scores}, scores),
+        entries=[entry(s) for s in scores],
+        member_count=9,
+        period_count=9,
+        head=HeadItem(sorted(str(s.sort_key) for s in scores), True, 1),
+        tree=nodes,
+    )
+    assert inspect(state).differences == []
+    return state, nodes
+
+
+def name(node: Node) -> str:
+    """A node as the checker names it: by its level and the member (and score) it starts at."""
+    if node.root:
+        return "the count tree's root"
+    start = f"{member_of_key(node.lo)} (score {member_of_key(node.lo)[1:]})" if node.lo else "the first key"
+    return f"the count tree's node of level {node.level} from {start}"
+
+
+def replaced(nodes: list[Node], old: Node, new: Node) -> list[Node]:
+    return [new if node is old else node for node in nodes]
+
+
+def test_a_member_in_two_leaves_or_outside_its_leaf_is_named() -> None:
+    # Given the board of 9, a member of its second leaf, and the first leaf's parent
+    state, nodes = nine_members()
+    leaves = sorted((n for n in nodes if isinstance(n, Leaf)), key=lambda n: n.lo)
+    first, second = leaves[0], leaves[1]
+    member, held = next(iter(second.entries.items()))
+    parent = next(n for n in nodes if isinstance(n, Inner) and n.level == 1 and first.lo in n.children)
+
+    # When the first leaf holds it too, or holds it instead of the second
+    doubled = replace(first, entries={**first.entries, member: held})
+    twice = replaced(nodes, first, doubled)
+    left = replace(second, entries={m: e for m, e in second.entries.items() if m != member})
+    moved = replaced(twice, second, left)
+
+    # Then the member is named, and the leaves' counts that no longer match their parent's
+    assert [(d.member_id, d.detail) for d in inspect(replace(state, tree=twice)).differences] == [
+        (None, f"{name(parent)} counts 2 members under {name(first)}, which holds 3"),
+        (member, f"the count tree holds {member} 2 times"),
     ]
+    details = [d.detail for d in inspect(replace(state, tree=moved)).differences]
+    assert (
+        f"the count tree holds {member} (score {member[1:]}) in a leaf whose range does not hold its key"
+        in details
+    )
+
+
+def test_inner_counts_ranges_and_unreached_nodes_are_checked() -> None:
+    # Given the board of 9, its root and the first leaf and its parent
+    state, nodes = nine_members()
+    root = next(n for n in nodes if n.root)
+    assert isinstance(root, Inner)
+    lo, count = sorted(root.children.items())[-1]
+    child = next(n for n in nodes if not n.root and (n.level, n.lo) == (root.level - 1, lo))
+    first = min((n for n in nodes if isinstance(n, Leaf)), key=lambda n: n.lo)
+    parent = next(n for n in nodes if isinstance(n, Inner) and n.level == 1 and first.lo in n.children)
+
+    # When the root counts one member too many under a child, the first leaf's range ends
+    # before its next sibling starts, or a node is reached from nowhere
+    off = replaced(nodes, root, replace(root, children={**root.children, lo: Count(count.n + 1, count.sv)}))
+    assert first.hi is not None
+    gap = replaced(nodes, first, replace(first, hi=first.hi[:-1]))
+    stray = [*nodes, Leaf("zzz", None, 1, {})]
+
+    # Then each is named
+    def details(tree: list[Node]) -> list[str]:
+        return [d.detail for d in inspect(replace(state, tree=tree)).differences]
+
+    assert details(off) == [
+        f"{name(root)} counts {count.n + 1} members under {name(child)}, which holds {count.n}"
+    ]
+    assert details(gap) == [f"{name(first)} does not end where {name(parent)} has its next child start"]
+    assert details(stray) == ["1 nodes of the count tree are reached from no node above them"]
+    # and a board of members with no tree at all
+    assert details([]) == ["the count tree has no root, and 9 members are ranked"]
+
+
+def test_a_board_whose_trees_were_never_built_is_named_once_and_built_whole() -> None:
+    found = inspect(replace(consistent(), tree=[], count_tree=False))
+    assert [(str(d.kind), d.member_id) for d in found.differences] == [("tree", None)]
+    assert "never built" in found.differences[0].detail
+    assert found.build_trees
 
 
 def test_counts_are_judged_as_stored_negative_ones_too() -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from podium import cursors, wiring
 from podium.errors import ValidationError
-from podium.keys import RankOrder, decode_decimal, encode_decimal, shard_of
+from podium.keys import RankOrder, decode_decimal, encode_decimal, just_above, just_below, shard_of
 
 # Scores as the API admits them: up to 38 significant digits, abs < 1e30.
 scores = st.decimals(allow_nan=False, allow_infinity=False, places=None).filter(
@@ -120,3 +120,14 @@ def test_an_edited_cursor_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.delenv("CURSOR_KEY")
         wiring.reset()
+
+
+ascii_keys = st.text(alphabet="#~0123456789abzAZ.-:@", min_size=1, max_size=12)
+
+
+@given(ascii_keys, ascii_keys)
+def test_just_below_and_just_above_keep_exactly_the_keys_on_their_side(key: str, bound: str) -> None:
+    # Given any two ASCII sort keys; Then key <= just_below(bound) exactly when key < bound,
+    # and key >= just_above(bound) exactly when key > bound
+    assert (key <= just_below(bound)) == (key < bound)
+    assert (key >= just_above(bound)) == (key > bound)

@@ -85,18 +85,55 @@ def test_top_from_the_head_is_two_units():
     assert deep.index_rcu == 1_500
 
 
-def test_rank_on_a_million_members_stays_under_50_units():
-    # Given 1,000,000 / 768 = 1,303 buckets; the median member reads 652 of them:
-    # 65,200 B -> 16 blocks -> 8 RCU. Its bucket (1,024 keys) over 13 shards: 79 keys =
-    # 7,900 B -> 2 blocks -> 1 RCU a shard, 13 in all. Plus 1 (board, count) + 0.5 (score).
-    total, bucket_query, count_per_shard = capacity.rank_rcu(1_000_000, 13)
+def test_a_rank_reads_the_count_tree_s_path_whatever_the_shards():
+    # Given 1,000,000 members in leaves of 18: 55,556 leaves, then 2,315, 97, 5 and 1 node
+    # above them (24 children a node): a path of 5 nodes, 0.5 RCU each
+    assert capacity.tree_levels(1_000_000) == [55_556, 2_315, 97, 5, 1]
+    total, path = capacity.rank_rcu(1_000_000)
 
-    # Then
-    assert (bucket_query, count_per_shard) == (8.0, 1.0)
-    assert total == 22.5
-    assert total <= 50
+    # Then 2 (the board and the score, strongly consistent) + 2.5 (the path) = 4.5 RCU, on
+    # any shard count
+    assert (path, total) == (2.5, 4.5)
+    assert plan(Workload(10, 0, 100, 1_000_000, shards=100)).rank_rcu_per_read == 4.5
+    # 10,000,000 and 100,000,000 members: a level more (555,556 leaves; 5,555,556), 5 RCU
+    assert capacity.tree_height(10_000_000) == capacity.tree_height(100_000_000) == 6
+    assert capacity.rank_rcu(100_000_000) == (5.0, 3.0)
+    # A board of up to 18 members is one leaf: 1 node
+    assert capacity.tree_height(18) == 1
+    assert capacity.tree_height(19) == 2
     # The naive COUNT reads 500,000 keys: 38,462 a shard = 3,846,200 B -> 940 blocks -> 470 RCU
     assert capacity.naive_rank_rcu(1_000_000, 13) == 13 * 470 + 1.5
+
+
+def test_100_ranks_read_the_union_of_their_paths():
+    # Given 100 members spread over 1,000,000: 100 leaves, 100 of the 2,315 nodes above, all
+    # 97 and 5 of the next levels, and the root: 303 nodes at 0.5 RCU
+    assert capacity.ranks_rcu(1_000_000) == 151.5
+    # and on 100,000,000: 100 + 100 + 100 + 100 + 17 + 1 = 418 nodes
+    assert capacity.ranks_rcu(100_000_000) == 209.0
+
+
+def test_the_planner_s_tree_is_the_service_s():
+    from podium import cost, counttree, treebuild
+
+    assert int(counttree.LEAF_MAX * treebuild.BUILD_FILL) == capacity.TREE_LEAF_MEMBERS
+    assert int(counttree.FANOUT * treebuild.BUILD_FILL) == capacity.TREE_FANOUT
+    for members in (0, 18, 19, 5_000, 1_000_000, 100_000_000):
+        assert capacity.tree_levels(members) == cost.tree_levels(members)
+    assert capacity.ranks_rcu(1_000_000) == cost.path_units(1_000_000, 100)
+
+
+def test_ranks_load_the_count_tree_s_partition_and_its_root():
+    # Given 4,000 ranks a second on 1,000,000 members: 4,000 x 2.5 RCU of tree nodes, of
+    # which the root, read by every rank, takes 4,000 x 0.5
+    result = plan(Workload(writes_per_s=10, top_reads_per_s=0, rank_reads_per_s=4_000, members=1_000_000))
+    assert (result.tree_partition_rcu, result.tree_root_rcu) == (10_000, 2_000)
+    assert result.index_rcu == 0  # a rank queries no shard
+    assert result.table_rcu == 4_000 * 4.5
+    assert any("T#{board}#{period}" in warning for warning in result.warnings)
+    # and 6,000 ranks a second take 3,000 RCU/s of the root alone: past what an item serves
+    hot = plan(Workload(writes_per_s=10, top_reads_per_s=0, rank_reads_per_s=6_000, members=1_000_000))
+    assert any("root" in warning and "one item" in warning for warning in hot.warnings)
 
 
 def test_storage_and_monthly_cost():

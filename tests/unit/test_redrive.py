@@ -13,6 +13,7 @@ from devstack.streams import failure_message
 from podium.dal.streams import QueuedMessage, StreamRecords
 from podium.errors import RecordsGone
 from podium.redrive import CHUNK_RECORDS, DISCARDED, GONE, KEPT, REPLAYED, UNREADABLE, FailedBatch, Redrive
+from podium.stream.records import REPLAY
 
 STREAM = "arn:aws:dynamodb:us-east-2:123456789012:table/podium/stream/2026-11-14T00:04:06.388"
 FUNCTION = "arn:aws:lambda:us-east-2:123456789012:function:podium-AggregatorFunction-Ab12Cd34"
@@ -102,6 +103,7 @@ class Consumer:
         return self.patterns
 
     def invoke(self, function_arn: str, event: dict[str, Any]) -> list[str]:
+        assert event[REPLAY] is True  # the consumer is told: these may come after newer records
         self.events.append([r["eventID"] for r in event["Records"]])
         if self.raises:
             raise RuntimeError("the database is down")

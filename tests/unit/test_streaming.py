@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from podium.stream.entrypoint import BatchFailed, stream_entrypoint
+from podium.stream.records import REPLAY
 
 
 class Context:
@@ -47,3 +48,25 @@ def test_a_batch_whose_every_record_fails_raises_so_lambda_retries_it() -> None:
     with pytest.raises(BatchFailed):
         handler({"Records": [_record(1), _record(2)]}, Context())
     assert handler({"Records": []}, Context()) == {"batchItemFailures": []}
+
+
+def test_the_records_of_a_redrive_replay_go_to_the_consumers_replay() -> None:
+    # Given a consumer that tells replayed records apart (the aggregator)
+    seen: list[tuple[str, str]] = []
+    handler = stream_entrypoint(
+        lambda record: seen.append(("stream", record["eventID"])),
+        metric="Test",
+        replay=lambda record: seen.append(("replay", record["eventID"])),
+    )
+
+    # When the stream delivers a batch, and the redrive an event it built (REPLAY)
+    handler({"Records": [_record(1)]}, Context())
+    handler({"Records": [_record(2)], REPLAY: True}, Context())
+
+    # Then each went where it belongs; and a consumer that does not tell them apart gets both
+    assert seen == [("stream", "e1"), ("replay", "e2")]
+    plain: list[str] = []
+    stream_entrypoint(lambda record: plain.append(record["eventID"]), metric="Test")(
+        {"Records": [_record(3)], REPLAY: True}, Context()
+    )
+    assert plain == ["e3"]

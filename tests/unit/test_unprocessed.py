@@ -67,3 +67,34 @@ def test_a_batch_left_unprocessed_every_time_is_throttled_after_a_bound(operatio
         send()
     assert refused.value.status == 429
     assert stub.calls == UNPROCESSED_ROUNDS
+
+
+class HeldClient:
+    """A DynamoDB client whose item is held by another's transaction ``times`` times."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.calls = 0
+
+    def update_item(self, **request: Any) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        self.calls += 1
+        if self.calls <= self.times:
+            error = {"Error": {"Code": "TransactionConflictException", "Message": "Transaction is ongoing"}}
+            raise ClientError(error, "UpdateItem")  # type: ignore[arg-type]
+        return {"Attributes": KEY}
+
+
+def test_an_update_of_an_item_held_by_a_transaction_is_sent_again_a_few_times() -> None:
+    # Given an item held by a transaction twice, then free
+    held = HeldClient(times=2)
+    # When an update answering the item is sent, then it goes through on the third try
+    assert Tables(Settings(table_name="t"), client=held).update_answering(KEY, "SET a = :a") == (True, KEY)  # type: ignore[arg-type]
+    assert held.calls == 3
+    # and one held every time fails after a bound, with the database's error
+    from botocore.exceptions import ClientError
+
+    forever = HeldClient(times=10**6)
+    with pytest.raises(ClientError):
+        Tables(Settings(table_name="t"), client=forever).update_answering(KEY, "SET a = :a")  # type: ignore[arg-type]

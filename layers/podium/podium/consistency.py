@@ -1,12 +1,12 @@
 """The consistency checker of a board (``make verify BOARD=...``): it reads the board's
-items and everything derived from them (the ranking index, the head, the score buckets,
+items and everything derived from them (the ranking index, the head, the count tree,
 ``memberCount``, the period's count), names every difference (``podium.inspection`` says
 what is compared with what), and with ``repair`` puts each right, then checks again.
 
 It expects a quiet board: writers stopped and the stream drained. On a busy board a check
 may name differences that are only changes in flight, and a repair is refused where a
 writer got there first (each repair is conditional on what it read) or, for the head and
-the buckets, may be undone by records still to come.
+the tree, may be undone by records still to come.
 
 **Repairs, in order.** Each goes through the path that owns the item, so that what the
 stream derives from it follows:
@@ -14,13 +14,15 @@ stream derives from it follows:
 1. Index entries of items that are no score item of the board: their keys are removed
    (conditional on the keys read).
 2. What the stream derives, rebuilt from what it derives it from, as it is now: the head
-   and the buckets from the sort keys the period's score items carry
-   (``Maintenance.rebuild_rank_structures``), ``memberCount`` and the period's count set
-   to the count of the items (each conditional on the value read).
+   and the period's count tree from the sort keys and versions the period's score items
+   carry (``Maintenance.rebuild_rank_structures``; a board whose trees were never built
+   gets every period's, ``Maintenance.build_count_trees``), ``memberCount`` and the
+   period's count set to the count of the items (each conditional on the value read).
 3. Score items written again as the truth says (conditional on their version, with a new
    one, so a submission that read the old item retries), orphan score items deleted,
    unfinished deletes finished (``MemberService.delete_member``). The stream carries
-   these to the head, the buckets and the counts, from the state step 2 left.
+   these to the head, the tree and the counts, from the state step 2 left: the tree's
+   entries carry the versions the items had, so each rewrite is the next record.
 
 Then the board is checked again: at once when only step 1 and 2 wrote; after step 3, once
 the stream has carried it (``settle``, or the re-check is repeated until the board is
@@ -41,13 +43,13 @@ from podium.inspection import BoardState, Difference, Findings, Kind, Rewrite, i
 from podium.maintenance import Maintenance
 from podium.members import MemberService
 from podium.periods import ALL_TIME
-from podium.ports import AuditStore, MemberStore, StructureStore
+from podium.ports import AuditStore, MemberStore, StructureStore, TreeStore
 
 __all__ = ["Checker", "ConsistencyReport", "Difference", "Kind"]
 
 QUIET_BOARD = "the checker expects a quiet board: writers stopped and the stream drained"
 # What the stream derives, and so may still move once a repair has written items.
-STREAM_DERIVED = frozenset({Kind.HEAD, Kind.BUCKETS, Kind.MEMBER_COUNT, Kind.PERIOD_COUNT, Kind.INDEX_LAG})
+STREAM_DERIVED = frozenset({Kind.HEAD, Kind.TREE, Kind.MEMBER_COUNT, Kind.PERIOD_COUNT, Kind.INDEX_LAG})
 STREAM_WAIT_S = 30.0  # how long a re-check waits for the stream to carry the repairs
 RECHECK_INTERVAL_S = 0.5
 
@@ -85,6 +87,7 @@ class Checker:
         maintenance: Maintenance,
         scores: MemberStore,
         structures: StructureStore,
+        tree: TreeStore,
         audit: AuditStore,
         *,
         settle: Callable[[], None] | None = None,
@@ -96,6 +99,7 @@ class Checker:
         self.maintenance = maintenance
         self.scores = scores
         self.structures = structures
+        self.tree = tree
         self.audit = audit
         self.settle = settle
         self.stream_wait_s = stream_wait_s
@@ -133,6 +137,7 @@ class Checker:
         member_count, period_count = self.audit.stored_counts(
             board_id, None if period == ALL_TIME else period
         )
+        board = self.boards.boards.get_board(board_id, consistent=True)
         return BoardState(
             board_id=board_id,
             settings=settings,
@@ -142,7 +147,8 @@ class Checker:
             member_count=member_count,
             period_count=period_count,
             head=self.structures.get_head(board_id, period, consistent=True),
-            buckets=self.structures.list_buckets(board_id, period, consistent=True),
+            tree=self.tree.all_nodes(board_id, period),
+            count_tree=board is not None and board.count_tree,
         )
 
     def _after_stream(self, board_id: str, period: str, after: Findings) -> Findings:
@@ -163,12 +169,14 @@ class Checker:
             if not self.audit.drop_index_keys(entry):
                 notes.append(f"item {entry.pk} / {entry.sk} changed while its index keys were removed")
         self._repair_counts(board_id, period, found, notes)
-        if found.ranked is not None:
-            try:
+        try:
+            if found.build_trees:
+                self.maintenance.build_count_trees(board_id)
+            elif found.ranked is not None:
                 requested = None if period == ALL_TIME else period
                 self.maintenance.rebuild_rank_structures(board_id, requested, found.ranked)
-            except RuntimeError as error:
-                notes.append(f"the head and buckets were not rebuilt: {error}")
+        except RuntimeError as error:
+            notes.append(f"the head and the count tree were not rebuilt: {error}")
         for rewrite in found.rewrites:
             if not self._rewrite(board_id, rewrite):
                 notes.append(

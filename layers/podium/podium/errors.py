@@ -93,10 +93,6 @@ class AlreadyApplied(Exception):
     """The mark of this stream record's effect exists: it was applied before."""
 
 
-class BucketMoved(Exception):
-    """A bucket was split, or what it records changed, since it was read: read again."""
-
-
 class HiddenChanged(Exception):
     """A member's first score of a period was written for a member hidden (or shown) as
     assumed, and its profile says otherwise now: write it again as ``hidden`` says."""

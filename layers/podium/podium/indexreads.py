@@ -1,7 +1,7 @@
 """Reading the sharded ranking index: pages for ``ranking.gather_top`` (from the top, or
 from the bottom up in mirrored keys), the nearest keys on either side of one, counts of
-the entries below some bounds (the index counted, or the score buckets and one read
-inside a bucket, ``podium.buckets``), and the listing next to one key for ``around``."""
+the entries below some bounds (the index counted, or the count tree's paths read,
+``podium.treereads``), and the listing next to one key for ``around``."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from podium import buckets, cost, fanout
-from podium.buckets import just_above, just_below
-from podium.keys import mirror, unmirror
-from podium.ports import IndexReader, StructureStore
+from podium import cost, fanout
+from podium.keys import just_above, just_below, mirror, unmirror
+from podium.models import Board
+from podium.ports import IndexReader
 from podium.ranking import Hint, PageRequest, TopStats, gather_top
+from podium.treereads import TreeCount, TreeReader
 
-# Up to this many members a rank counts the index (a few RCU, and fresh at once); above
-# it the score buckets bound the cost whatever the board's size (podium.buckets).
-COUNT_INDEX_UP_TO = 2 * buckets.SPLIT_AT
-# A bucket item's names, numbers and fixed key parts, besides its board, period and lower key.
-BUCKET_ITEM_BYTES = 64
+# Up to this many members the index is counted rather than the tree (``Counting.reads_index``):
+# it shows a write at once, not once the stream has applied it. Past it a count of a deep
+# member from the top reads thousands of entries where its path reads a few nodes.
+COUNT_INDEX_UP_TO = 2048
 
 
 def read_keys(
@@ -110,25 +110,42 @@ class Seen:
 @dataclass(frozen=True)
 class Counted:
     """How many index entries sort below each bound, and what counting them read (read
-    units, estimated from the entries read: ``podium.cost``); with ``keep``, the keys the
-    count read just above the greatest bound (``Seen``)."""
+    units, estimated from the entries or nodes read: ``podium.cost``); with ``keep``, the
+    keys a count of the index read above the greatest bound (``Seen``; None when the tree
+    counted)."""
 
     counts: list[int]
     units: float
     seen: Seen | None = None
 
 
-class Counting:
-    """How many index entries sort below each of some sorted bounds, in the cheapest exact
-    way the board's score buckets allow."""
+def tree_units(count: TreeCount) -> float:
+    """What a count from the tree is billed: every node it asked for, by its size (one
+    block at the least, and one block at the most but for a leaf full of tombstones)."""
+    return sum(cost.units(size, consistent=consistent) for size, consistent in count.reads)
 
-    def __init__(self, index: IndexReader, structures: StructureStore) -> None:
+
+class Counting:
+    """How many index entries sort below each of some sorted bounds, exactly, from the
+    board's count tree or from the index itself, whichever is expected to cost less."""
+
+    def __init__(self, index: IndexReader, tree: TreeReader) -> None:
         self.index = index
-        self.structures = structures
+        self.tree = tree
+
+    def reads_index(
+        self, board: Board, period: str, partitions: list[str], bounds: list[str], total: int
+    ) -> bool:
+        """Whether a count of ``bounds`` reads the index rather than the tree: on a board
+        whose tree is not whole (made before trees and not built yet), and on a small board
+        (``COUNT_INDEX_UP_TO``), whose every entry read once costs little (at most about 75
+        RCU, 2,048 entries on 100 shards) and shows a write at once, where the tree shows it
+        once the stream has applied it."""
+        return not board.count_tree or total <= COUNT_INDEX_UP_TO
 
     def below(
         self,
-        board_id: str,
+        board: Board,
         period: str,
         partitions: list[str],
         bounds: list[str],
@@ -138,95 +155,38 @@ class Counting:
         budget: float | None = None,
         keep: bool = False,
     ) -> Counted:
-        """Two exact ways, the cheaper taken:
+        """Two exact ways:
 
         - **the index from the top**: every entry up to the greatest bound, once, on every
           shard (a COUNT for one bound; the keys, counted against each bound, for several).
-          It shows a write at once. A board of up to ``COUNT_INDEX_UP_TO`` members is
-          always counted so: it reads no more than the buckets would.
-        - **the score buckets**: the counts of the buckets above each bound, plus the index
-          entries of its own bucket below it, the buckets that hold bounds read in the
-          groups that cost least (``buckets.plan_counts``). Exact as of the changes the
-          stream has applied, however deep the bounds.
+          It shows a write at once, and costs at least half a unit a shard. Small boards
+          are counted so (``reads_index``), and every board whose tree is not whole.
+        - **the count tree**: the nodes on the paths from its root to the bounds' leaves, in
+          one BatchGetItem (``podium.treereads``): a few items a bound, fewer for many
+          bounds (the paths share their upper levels), whatever the board's size and shard
+          count. Exact as of the changes the stream has applied (about a second behind).
 
-        ``consistent`` asks for the index itself: it is counted from the top while that
-        is expected to read no more than ``budget`` read units (``cost.READ_BOUND`` unless
-        given); past that (a member deep in a big board) the buckets answer, read with
-        ``ConsistentRead`` so that every change the stream has applied counts.
+        ``consistent`` asks for the index itself: it is counted from the top while that is
+        expected to read no more than ``budget`` read units (``cost.READ_BOUND`` unless
+        given), judged from the whole board, or else from the tree's count (read strongly
+        consistent) of the entries above the greatest bound; past that (a member deep in a
+        big board) that count of the tree answers, as of every change the stream has applied.
 
         ``keep`` reads the keys below the greatest bound rather than a COUNT of them (they
-        cost the same) and keeps them: the index from the top has every key above that
-        bound, a bucket every key from its start (``Counted.seen``)."""
+        cost the same) when the index is counted, and keeps them (``Counted.seen``)."""
         shards = len(partitions)
-        entry = cost.entry_bytes(board_id, period, partitions[0], bounds)
-        if total <= COUNT_INDEX_UP_TO:
+        entry = cost.entry_bytes(board.board_id, period, partitions[0], bounds)
+        if self.reads_index(board, period, partitions, bounds, total):
             return self.from_top(partitions, bounds, entry, keep=keep)
-        layout = self.structures.list_buckets(board_id, period, upto=max(bounds), consistent=consistent)
-        if not layout:  # a board whose buckets were never built
-            return self.from_top(partitions, bounds, entry, keep=keep)
-        listed = cost.units(
-            sum(BUCKET_ITEM_BYTES + len(board_id) + len(period) + len(b.lo) for b in layout),
-            consistent=consistent,
-        )
-
-        def read_cost(entries: float) -> float:
-            return cost.spread_units(entries, shards, entry)
-
-        plan = buckets.plan_counts(layout, bounds, read_cost)
-        last = buckets.locate(layout, max(bounds))
-        from_top = read_cost(sum(b.count for b in layout[: last + 1]))
         budget = cost.READ_BOUND if budget is None else budget
-        if (consistent and listed + from_top <= budget) or from_top <= plan.units:
+        if consistent and cost.spread_units(total, shards, entry) <= budget:
+            return self.from_top(partitions, bounds, entry, keep=keep)
+        count = self.tree.count(board.board_id, period, bounds, consistent=consistent)
+        units = tree_units(count)
+        if consistent and units + cost.spread_units(max(count.counts), shards, entry) <= budget:
             counted = self.from_top(partitions, bounds, entry, keep=keep)
-            return Counted(counted.counts, listed + counted.units, counted.seen)
-        return self.in_buckets(plan, partitions, bounds, entry, listed, keep=keep)
-
-    def in_buckets(
-        self,
-        plan: buckets.CountPlan,
-        partitions: list[str],
-        bounds: list[str],
-        entry: float,
-        listed: float,
-        *,
-        keep: bool = False,
-    ) -> Counted:
-        """Carry out a plan: each read on every shard at once (a COUNT when it serves one
-        bound in one bucket, else the keys, counted against each bound it serves; with
-        ``keep``, the keys of the read up to the greatest bound, which are kept)."""
-        tasks = [(partition, read) for read in range(len(plan.reads)) for partition in partitions]
-        kept = plan.within[-1] if keep else None  # the read that serves the greatest bound
-
-        def read_range(task: tuple[str, int]) -> int | list[str]:
-            partition, read = task
-            lo, bound = plan.reads[read]
-            if plan.serves[read] == 1 and not plan.spans[read] and read != kept:
-                return self.index.count_range(partition, lo, just_below(bound))
-            return self.index.keys_in_range(partition, lo, just_below(bound))
-
-        found: dict[int, list[int | list[str]]] = {}
-        units = listed
-        for (_, read), result in zip(tasks, fanout.gather(read_range, tasks), strict=True):
-            found.setdefault(read, []).append(result)
-            units += cost.units((result if isinstance(result, int) else len(result)) * entry)
-        counts = []
-        for bound, counted, within, start in zip(bounds, plan.counted, plan.within, plan.starts, strict=True):
-            inside = 0
-            for result in found.get(within, []) if within is not None else []:
-                if isinstance(result, int):
-                    inside += result
-                else:  # only the part of the read in the bound's own bucket
-                    inside += bisect_left(result, bound) - bisect_left(result, start)
-            counts.append(counted + inside)
-        seen = None
-        if keep:
-            greatest = bounds[-1]
-            if kept is None:  # the bound starts its bucket: nothing above it was read
-                seen = Seen(greatest, [])
-            else:
-                pages = [r for r in found[kept] if isinstance(r, list)]
-                seen = Seen(plan.reads[kept][0] or None, list(heapq.merge(*pages)))
-        return Counted(counts, units, seen)
+            return Counted(counted.counts, units + counted.units, counted.seen)
+        return Counted(count.counts, units)
 
     def from_top(
         self, partitions: list[str], bounds: list[str], entry: float, *, keep: bool = False
@@ -264,7 +224,7 @@ WHOLE_LISTING_BLOCKS = 2
 
 
 def listing_near(
-    counting: Counting, board_id: str, period: str, partitions: list[str], key: str, total: int, radius: int
+    counting: Counting, board: Board, period: str, partitions: list[str], key: str, total: int, radius: int
 ) -> Near:
     """What ``around`` needs of the listing next to ``key``: a window of ``2·radius + 1``
     takes up to ``2·radius`` keys from one side when the other side is short. Exact, in
@@ -272,15 +232,16 @@ def listing_near(
 
     - a board whose index is expected to fit in ``WHOLE_LISTING_BLOCKS`` blocks a shard
       is read whole, one query a shard;
-    - else the count of the keys before ``key`` keeps the keys it reads (``keep``): the
-      index from the top has all of them, a score bucket those from its start, and
-      usually the window's. Beside it, the ``2·radius`` nearest keys below are gathered
-      (``gather_top``), so that a window at the top of the board needs no second read:
-      those few more keys a shard fit in the blocks a query reads anyway;
-    - only when the count's keys are too few (a member near the start of its bucket) are
-      the nearest keys above gathered too, after it."""
+    - else the position is counted as ``rank`` counts it. Beside the count, the
+      ``2·radius`` nearest keys below are gathered (``gather_top``), so that a window at
+      the top of the board needs no second read: those few more keys a shard fit in the
+      blocks a query reads anyway;
+    - the keys above come with the count when it reads the index from the top (``keep``:
+      every key above); when the tree counts (it reads no index key), the ``2·radius + 1``
+      nearest keys above are gathered beside it too, for the same reason at the bottom of
+      the board, and one more so that a tie that starts inside them needs no count."""
     shards = len(partitions)
-    entry = cost.entry_bytes(board_id, period, partitions[0], [key])
+    entry = cost.entry_bytes(board.board_id, period, partitions[0], [key])
     if total * entry <= shards * WHOLE_LISTING_BLOCKS * cost.BLOCK_BYTES:
         # A shard is read for twice the blocks expected at most, so that a count that lags
         # the board cannot make this read the whole of a big one.
@@ -289,17 +250,20 @@ def listing_near(
         if listing is not None:
             position, after = bisect_left(listing, key), bisect_right(listing, key)
             return Near(position, Seen(None, listing[:position]), listing[after : after + 2 * radius + 1])
-    counted, below = fanout.together(
-        lambda: counting.below(board_id, period, partitions, [key], total, keep=True),
-        lambda: nearest(counting.index, partitions, key, 2 * radius, above=False),
+    index = counting.index
+    if counting.reads_index(board, period, partitions, [key], total):
+        counted, below = fanout.together(
+            lambda: counting.below(board, period, partitions, [key], total, keep=True),
+            lambda: nearest(index, partitions, key, 2 * radius, above=False),
+        )
+        assert counted.seen is not None
+        return Near(counted.counts[0], counted.seen, below)
+    wanted = 2 * radius + 1
+    counted, below, gathered = fanout.together(
+        lambda: counting.below(board, period, partitions, [key], total),
+        lambda: nearest(index, partitions, key, 2 * radius, above=False),
+        lambda: nearest(index, partitions, key, wanted, above=True),
     )
-    assert counted.seen is not None
-    above = counted.seen
-    wanted = radius if len(below) >= radius else 2 * radius - len(below)
-    if len(above.keys) < wanted and above.start is not None:
-        # One key more than the window takes: when it has another score, the first entry's
-        # tie starts inside what is read, and its rank needs no count.
-        gathered = nearest(counting.index, partitions, key, wanted + 1, above=True)
-        exact = gathered[: wanted + 1]
-        above = Seen(exact[-1] if len(gathered) > wanted + 1 else None, sorted(exact))
+    exact = gathered[:wanted]
+    above = Seen(exact[-1] if len(gathered) > wanted else None, sorted(exact))
     return Near(counted.counts[0], above, below)

@@ -11,31 +11,34 @@ difference is named where it is and repairing it cannot be undone by the stream:
   gives (its shard's partition, the sort key of its score); a hidden member carries none
   and its score items say so (``hd``); no other item has an entry in the period's
   partitions. The index itself is read too, and must show what the items carry.
-- **The head and the score buckets** against the sort keys the period's score items
-  carry: that is what the stream derives them from, record by record. The head's keys
-  are the first keys of that listing (all of them when it says it is complete); each
-  bucket counts the keys in its range, the first starting below every key. The head's
-  ladder is a hint that is allowed to drift (``podium.head``), and is not checked.
+- **The head and the count tree** against the sort keys the period's score items carry
+  (the index as the items put it): that is what the stream derives them from, record by
+  record. The head's keys are the first keys of that listing (all of them when it says it
+  is complete); the tree's leaves hold exactly those members, each once, at its key, in
+  the leaf whose range holds it, and every inner node counts what its children hold,
+  over ranges that cover the keys once (``_tree``). The head's ladder is a hint that is
+  allowed to drift (``podium.head``), and is not checked. A board made before count trees
+  whose trees were never built is named once, not member by member.
 - **memberCount** against the profiles that are not hidden (one being deleted still
   counts, until its profile goes); **a period's count** (time-windowed boards) against the
   period's score items not marked hidden.
 
-So a score item with a wrong sort key is one difference (the index), whose repair the
-stream then carries to the head and the buckets; a bucket that lost a record is another.
+So a score item with a wrong sort key is a difference of the index, whose repair the
+stream then carries to the head and the tree; a tree that lost a record is another.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
 from podium import keys
+from podium.counttree import BELOW_EVERY_KEY, ROOT, Entry, Inner, Leaf, Node, NodeId, holds, ident
 from podium.dal import schema
 from podium.dal.audit import BoardItems, IndexEntry, StoredProfile, StoredScore
-from podium.models import BoardSettings, Bucket, HeadItem
+from podium.models import BoardSettings, HeadItem
 from podium.periods import ALL_TIME
 
 T = TypeVar("T")
@@ -53,7 +56,7 @@ class Kind(StrEnum):
     ORPHAN_SCORE = "orphan_score"  # a score item with no member
     SCORE_MISSING = "score_missing"  # a member of a never-resetting board with no score item
     HEAD = "head"
-    BUCKETS = "buckets"
+    TREE = "tree"  # the count tree: a member held wrongly, a count or a range off, not built
     MEMBER_COUNT = "member_count"
     PERIOD_COUNT = "period_count"
 
@@ -83,7 +86,8 @@ class BoardState:
     member_count: int | None  # as stored
     period_count: int | None  # as stored (None: no count item, or a never-resetting board)
     head: HeadItem | None
-    buckets: list[Bucket]
+    tree: list[Node]  # every node of the period's count tree
+    count_tree: bool = True  # the board's trees were built (Board.count_tree)
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,10 @@ class Findings:
     strays: list[IndexEntry] = field(default_factory=list)  # entries of items that are no member's score
     member_count: tuple[int | None, int] | None = None  # (as stored, as it should be)
     period_count: tuple[int | None, int] | None = None
-    ranked: list[str] | None = None  # the keys to rebuild the head and buckets from, when they differ
+    # What the head and the tree are rebuilt from, when they differ: each ranked member's
+    # key and version, as its score item holds them.
+    ranked: dict[str, Entry] | None = None
+    build_trees: bool = False  # the board's trees were never built: build every period's
     counts: dict[str, int] = field(default_factory=dict)  # what the board holds, for the report
 
     def add(self, kind: Kind, detail: str, member_id: str | None = None) -> None:
@@ -112,7 +119,7 @@ class Findings:
     @property
     def through_stream(self) -> bool:
         """Whether a repair rewrites items whose change the stream carries to the head,
-        the buckets and the counts (so a re-check waits for the stream)."""
+        the tree and the counts (so a re-check waits for the stream)."""
         return bool(self.rewrites or self.orphans or self.unfinished_deletes)
 
 
@@ -129,9 +136,13 @@ def inspect(state: BoardState) -> Findings:
     ranked = sorted(s.sort_key for s in period_scores.values() if s.sort_key is not None)
     describe = _describer(state.settings)
     structures_differ = _head(state.head, ranked, describe, found)
-    structures_differ |= _buckets(state.buckets, ranked, describe, found)
+    structures_differ |= _tree(state, period_scores, describe, found)
     if structures_differ:
-        found.ranked = ranked
+        found.ranked = {
+            s.member_id: Entry(s.sort_key, (s.state.created_us, s.state.version))
+            for s in period_scores.values()
+            if s.sort_key is not None
+        }
     _counts(state, period_scores, found)
     profiles = state.items.profiles.values()
     found.counts = {
@@ -140,7 +151,7 @@ def inspect(state: BoardState) -> Findings:
         "scores": len(period_scores),
         "indexEntries": len(state.entries),
         "headKeys": len(state.head.keys) if state.head is not None else 0,
-        "buckets": len(state.buckets),
+        "treeNodes": len(state.tree),
     }
     return found
 
@@ -344,31 +355,107 @@ def _head(head: HeadItem | None, ranked: list[str], describe: Describe, found: F
     return False
 
 
-def _buckets(layout: list[Bucket], ranked: list[str], describe: Describe, found: Findings) -> bool:
-    """Each score bucket's count against the keys in its range."""
-    if not layout:
-        if ranked:
-            found.add(Kind.BUCKETS, f"there are no score buckets, and {len(ranked)} members are ranked")
-            return True
-        return False
-    differ = False
-    if layout[0].lo != "":
+def _tree(
+    state: BoardState, period_scores: dict[str, StoredScore], describe: Describe, found: Findings
+) -> bool:
+    """The count tree against the keys the period's score items carry, member by member,
+    and its nodes against each other (``_shape``)."""
+    if not state.count_tree:
         found.add(
-            Kind.BUCKETS, f"the first score bucket starts at {describe(layout[0].lo)}, not below every key"
+            Kind.TREE,
+            "the board was made before count trees, and its trees were never built "
+            "(`make rebuild`): its ranks are not counted from them",
         )
-        differ = True
-    for index, bucket in enumerate(layout):
-        start = bisect_left(ranked, bucket.lo)
-        end = bisect_left(ranked, layout[index + 1].lo) if index + 1 < len(layout) else len(ranked)
-        if bucket.count != end - start:
-            where = "the start" if bucket.lo == "" else describe(bucket.lo)
-            found.add(
-                Kind.BUCKETS,
-                f"score bucket {index + 1} of {len(layout)} (from {where}) counts {bucket.count}; "
-                f"{end - start} ranked members are in its range",
-            )
+        found.build_trees = True
+        return False
+    ranked = {s.member_id: s.sort_key for s in period_scores.values() if s.sort_key is not None}
+    nodes = {ident(node): node for node in state.tree}
+    if ROOT not in nodes:
+        if not ranked and not nodes:
+            return False  # no member has come yet
+        found.add(Kind.TREE, f"the count tree has no root, and {len(ranked)} members are ranked")
+        return True
+    reached, differ = _shape(nodes, describe, found)
+    held: dict[str, list[tuple[Leaf, Entry]]] = {}
+    for leaf in (node for node in reached if isinstance(node, Leaf)):
+        for member, entry in leaf.entries.items():
+            held.setdefault(member, []).append((leaf, entry))
+    for member in sorted(held.keys() | ranked.keys()):
+        wrong = _held_wrongly(member, held.get(member, []), ranked.get(member), describe)
+        if wrong is not None:
+            found.add(Kind.TREE, wrong, member)
             differ = True
     return differ
+
+
+def _held_wrongly(
+    member: str, held: list[tuple[Leaf, Entry]], key: str | None, describe: Describe
+) -> str | None:
+    """What is wrong with how the tree holds ``member`` (None: nothing), whose score item
+    carries ``key`` (None: none, it is not ranked)."""
+    if not held:
+        return None if key is None else f"the count tree does not hold {describe(key)}"
+    if len(held) > 1:
+        return f"the count tree holds {member} {len(held)} times"
+    leaf, entry = held[0]
+    if key is None:
+        return f"the count tree holds {describe(entry.key)}, which no score item of the period carries"
+    if entry.key != key:
+        return f"the count tree holds {describe(entry.key)}; its score item carries {describe(key)}"
+    if not holds(leaf, key):
+        return f"the count tree holds {describe(key)} in a leaf whose range does not hold its key"
+    return None
+
+
+def _shape(nodes: dict[NodeId, Node], describe: Describe, found: Findings) -> tuple[list[Node], bool]:
+    """The nodes reached from the root, and whether any differs from what a read assumes:
+    the root covers every key; each inner node's children exist, one level down, cover its
+    range once (the first from its own lower end, each up to the next, the last to its
+    end), and are counted as they hold; every node is reached."""
+    differ = False
+
+    def differs(detail: str) -> None:
+        nonlocal differ
+        found.add(Kind.TREE, detail)
+        differ = True
+
+    root = nodes[ROOT]
+    if root.lo != BELOW_EVERY_KEY or root.hi is not None:
+        differs("the count tree's root does not cover every key")
+    reached: dict[NodeId, Node] = {}
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        reached[ident(node)] = node
+        if not isinstance(node, Inner):
+            continue
+        name = _node_name(node, describe)
+        bounds = sorted(node.children)
+        if bounds[:1] != [node.lo]:
+            differs(f"{name}'s first child does not start where it does")
+        for lo, end in zip(bounds, [*bounds[1:], node.hi], strict=True):
+            child = nodes.get((node.level - 1, lo))
+            if child is None or ident(child) in reached:
+                differs(f"{name} counts a child from {describe(lo)} that is not there")
+                continue
+            if (child.lo, child.hi) != (lo, end):
+                differs(f"{_node_name(child, describe)} does not end where {name} has its next child start")
+            if node.children[lo].n != child.total:
+                differs(
+                    f"{name} counts {node.children[lo].n} members under {_node_name(child, describe)}, "
+                    f"which holds {child.total}"
+                )
+            pending.append(child)
+    if len(reached) < len(nodes):
+        differs(f"{len(nodes) - len(reached)} nodes of the count tree are reached from no node above them")
+    return list(reached.values()), differ
+
+
+def _node_name(node: Node, describe: Describe) -> str:
+    if node.root:
+        return "the count tree's root"
+    start = describe(node.lo) if node.lo else "the first key"
+    return f"the count tree's node of level {node.level} from {start}"
 
 
 def _counts(state: BoardState, period_scores: dict[str, StoredScore], found: Findings) -> None:

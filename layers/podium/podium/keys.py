@@ -103,6 +103,23 @@ def unmirror(mirrored: str) -> str:
     return "".join(chr(_MIRROR_SUM - ord(c)) for c in mirrored[:-1])
 
 
+def just_below(key: str) -> str:
+    """The greatest string that sorts below ``key`` among index sort keys, for an
+    inclusive ``BETWEEN``: sort keys are ASCII, so after the lowered last character a
+    single U+10FFFF (the highest code point, and the highest UTF-8 bytes) outranks
+    whatever follows in any key."""
+    if not key:
+        raise ValueError("no key sorts below the empty string")
+    return key[:-1] + chr(ord(key[-1]) - 1) + "\U0010ffff"
+
+
+def just_above(key: str) -> str:
+    """A string above ``key`` with no index sort key between them, for an exclusive lower
+    end of a ``BETWEEN``: a key that sorts above ``key`` either differs from it at some
+    character or extends it, and every character of a sort key is above the space."""
+    return key + " "
+
+
 @dataclass(frozen=True)
 class RankOrder:
     """How one board orders its members: the part of its settings the sort key needs."""

@@ -92,8 +92,8 @@ class Board:
     dropped_events: int = 0
     period: str | None = None  # a time-windowed board's current period, as the domain read it
     policy: BoardPolicy = field(default_factory=BoardPolicy)
-    # The bytes of the largest member data the board has held (None: made before it was kept)
-    largest_data: int | None = EMPTY_DATA_BYTES
+    largest_data: int | None = EMPTY_DATA_BYTES  # bytes of its largest data (None: not kept)
+    count_tree: bool = True  # its count tree is whole (False: made before trees, not built yet)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -406,65 +406,6 @@ class Placement:
     partition: str
     sort_key: str
     expires: int | None = None
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """One score bucket (``podium.buckets``): the index entries in ``[lo, next lo)``."""
-
-    lo: str  # the lowest sort key the bucket holds
-    count: int
-    epoch: int  # changes whenever the bucket's range or what it records changes
-    # When the count was last taken from a scan of the index (0: it never was), and which
-    # snapshot item holds the members that scan showed in the bucket.
-    snapshot_end_us: int = 0
-    snapshot_epoch: int = 0
-    # While a split is under way: the keys its parts after the first will start at, and
-    # since when.
-    cuts: tuple[str, ...] = ()
-    split_since_us: int = 0
-
-    @property
-    def splitting(self) -> bool:
-        return bool(self.cuts)
-
-
-@dataclass(frozen=True)
-class BucketStep:
-    """What one record does to one bucket: add ``delta``; set the member's moved entry
-    to ``moved`` when it is not None, on the condition that it was ``moved_was`` (None:
-    absent) unless ``moved_checked`` is False; record the member's ``part`` when the
-    bucket is splitting."""
-
-    bucket: Bucket
-    delta: int
-    moved: int | None = None
-    moved_was: int | None = None
-    moved_checked: bool = True
-    part: int | None = None
-
-
-@dataclass(frozen=True)
-class BucketState:
-    """What a bucket records per member hash: ``moved`` (its membership as the count has
-    it, for records its last scan may already show) and ``parts`` (while it splits)."""
-
-    moved: dict[str, int]
-    parts: dict[str, int]
-    version: int
-
-
-@dataclass(frozen=True)
-class FinishedSplit:
-    """A split's outcome (``podium.buckets.split_counts``): the buckets in place of ``old``
-    (the first keeps its ``lo``), what each records, and the members the scan showed in
-    each."""
-
-    old: Bucket
-    state_version: int
-    pieces: list[Bucket]
-    moved: list[dict[str, int]]
-    scanned: list[frozenset[str]]
 
 
 @dataclass(frozen=True)

@@ -4,19 +4,16 @@ tests may hand the domain anything that does."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
+from podium.counttree import Count, LeafWrite, Node, NodeId, Put, Version
 from podium.idempotency import RecordedSubmission, SubmissionKey
 from podium.models import (
     Board,
     BoardPolicy,
-    Bucket,
-    BucketState,
-    BucketStep,
-    FinishedSplit,
     HeadItem,
     LeaderState,
     LoggedEvent,
@@ -37,6 +34,7 @@ class BoardStore(Protocol):
     def get_board(self, board_id: str, *, consistent: bool = False) -> Board | None: ...
     def create_board(self, board: Board, first_period: str) -> bool: ...
     def update_board(self, board_id: str, title: str | None, policy: BoardPolicy) -> None: ...
+    def mark_count_tree(self, board_id: str) -> None: ...
     def list_boards(self, limit: int, after: str | None) -> tuple[list[Board], str | None]: ...
     def list_board_ids(self, limit: int, after: str | None) -> tuple[list[str], str | None]: ...
     def apply_member_count(
@@ -65,6 +63,9 @@ class MemberStore(Protocol):
         self, board_id: str, member_id: str, first: str, last: str
     ) -> dict[str, ScoreState]: ...
     def get_scores(self, board_id: str, member_ids: Sequence[str], period: str) -> dict[str, ScoreState]: ...
+    def versions(
+        self, board_id: str, member_ids: Sequence[str], period: str, *, consistent: bool
+    ) -> dict[str, tuple[str | None, Version]]: ...
     def get_data(self, board_id: str, member_ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
     def create_member(
         self,
@@ -132,30 +133,53 @@ class IndexReader(Protocol):
 class StructureStore(Protocol):
     def get_head(self, board_id: str, period: str, *, consistent: bool = False) -> HeadItem | None: ...
     def put_head(self, board_id: str, period: str, head: HeadItem, expires: int | None) -> bool: ...
-    def list_buckets(
-        self, board_id: str, period: str, *, upto: str | None = None, consistent: bool = False
-    ) -> list[Bucket]: ...
-    def create_first_bucket(
-        self, board_id: str, period: str, bucket: Bucket, expires: int | None
-    ) -> None: ...
-    def bucket_state(self, board_id: str, period: str, lo: str) -> BucketState: ...
-    def bucket_snapshot(self, board_id: str, period: str, lo: str, epoch: int) -> frozenset[str]: ...
-    def apply_bucket_steps(
-        self, mark: str, board_id: str, period: str, member: str, steps: Sequence[BucketStep]
-    ) -> bool: ...
-    def start_split(
-        self,
-        board_id: str,
-        period: str,
-        bucket: Bucket,
-        cuts: Sequence[str],
-        now_us: int,
-        expires: int | None,
-    ) -> bool: ...
-    def finish_split(self, board_id: str, period: str, split: FinishedSplit, expires: int | None) -> bool: ...
-    def replace_buckets(
-        self, board_id: str, period: str, buckets: Sequence[Bucket], expires: int | None
-    ) -> None: ...
+    def drop_buckets(self, board_id: str, period: str) -> int: ...
+
+
+class TreeStore(Protocol):
+    """The count tree's items (``podium.counttree``): each method the keeper and the reader
+    call is one request, atomic, so that their steps can interleave with other writers' in
+    any order; a build's (``put_nodes``, ``drop``) and the checker's (``all_nodes``) are
+    not, and expect no writer meanwhile."""
+
+    def read_nodes(
+        self, board_id: str, period: str, ids: Iterable[NodeId], *, consistent: bool
+    ) -> dict[NodeId, Node]:
+        """The nodes found among ``ids``."""
+        ...
+
+    def plant_root(self, board_id: str, period: str, expires: int | None) -> None:
+        """An empty root leaf, unless the tree has a root."""
+        ...
+
+    def write_leaf(self, board_id: str, period: str, write: LeafWrite) -> tuple[bool, Node | None]:
+        """Carry out ``write`` on its condition: (True, the leaf after it), or (False, the
+        node as it is: None when there is none)."""
+        ...
+
+    def report(
+        self, board_id: str, period: str, parent: NodeId, level: int, counts: Mapping[str, Count]
+    ) -> tuple[bool, Node | None]:
+        """Set the children's ``counts`` (by lower end) in ``parent``, a node of ``level``
+        that has them all, each over an older ``sv`` only: (True, the parent before), or
+        (False, the node as it is: None when there is none)."""
+        ...
+
+    def replace(self, board_id: str, period: str, puts: Sequence[Put], expires: int | None) -> bool:
+        """Write the nodes whole, together, each on its condition; False when any fails."""
+        ...
+
+    def put_nodes(self, board_id: str, period: str, nodes: Sequence[Node], expires: int | None) -> None:
+        """Write the nodes whole, unconditionally (a build, on a tree nobody else writes)."""
+        ...
+
+    def all_nodes(self, board_id: str, period: str) -> list[Node]:
+        """Every node of the tree, read strongly consistent."""
+        ...
+
+    def drop(self, board_id: str, period: str) -> int:
+        """Delete every node of the tree; how many there were."""
+        ...
 
 
 class SocialStore(Protocol):
@@ -263,6 +287,8 @@ class Repositories(Protocol):
     def index(self) -> IndexReader: ...
     @property
     def structures(self) -> StructureStore: ...
+    @property
+    def tree(self) -> TreeStore: ...
     @property
     def social(self) -> SocialStore: ...
     @property

@@ -12,15 +12,15 @@ from typing import Any
 from podium import cost, cursors, keys, numbers
 from podium import head as heads
 from podium.boards import BoardService
-from podium.buckets import just_above
 from podium.errors import NotFound, ValidationError
 from podium.fanout import together
 from podium.indexreads import Counted, Counting, listing_near, top_keys
-from podium.keys import RankOrder
+from podium.keys import RankOrder, just_above
 from podium.models import Board, IndexEntry, Page, RankedEntry, ScoreState, View
 from podium.periods import ALL_TIME
-from podium.ports import BoardStore, IndexReader, MemberStore, StructureStore
+from podium.ports import BoardStore, IndexReader, MemberStore, TreeStore
 from podium.ranking import TopStats, around_window, assign_ranks, decode
+from podium.treereads import TreeReader
 from podium.validation import MAX_DATA_BYTES
 
 HUNDREDTH = Decimal("0.01")
@@ -108,13 +108,14 @@ class ReadService:
         board_store: BoardStore,
         members: MemberStore,
         index: IndexReader,
-        structures: StructureStore,
+        tree: TreeStore,
     ) -> None:
         self.boards = boards
         self.board_store = board_store
         self.members = members
         self.index = index
-        self.counting = Counting(index, structures)
+        # One reader for the process: it keeps the trees' shapes it has seen.
+        self.counting = Counting(index, TreeReader(tree))
 
     def _read(
         self, board_id: str, requested_period: str | None, *, member_id: str | None = None, head: bool = False
@@ -135,7 +136,7 @@ class ReadService:
         self, read: Read, bounds: list[str], *, consistent: bool = False, budget: float | None = None
     ) -> Counted:
         return self.counting.below(
-            read.board.board_id,
+            read.board,
             read.period,
             read.partitions,
             bounds,
@@ -306,9 +307,10 @@ class ReadService:
     def rank(
         self, board_id: str, member_id: str, requested_period: str | None = None, consistent: bool = False
     ) -> dict[str, Any]:
-        """1 + the members better than this one: from the score buckets in at most three
-        round trips (the board and score; the buckets above; one COUNT inside a bucket),
-        or with ``consistent`` by counting every index entry above."""
+        """1 + the members better than this one, in two round trips: the board and score,
+        then the count tree's path to the member's key (or, on a small board, a COUNT of
+        the index above it); with ``consistent``, by counting every index entry above while
+        the budget allows (``indexreads.Counting``)."""
         read = self._read(board_id, requested_period, member_id=member_id)
         order = read.order
         entry = self._entry(read, member_id, read.view.score)
@@ -328,15 +330,15 @@ class ReadService:
     def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
         """The ``2·radius + 1`` entries of the listing around the member, shifted to stay
         full at either end, with exact ranks: the member's position is counted as ``rank``
-        counts, and the keys above it come with that count (``indexreads.listing_near``
-        has the reads). The first entry's rank is its position unless it shares a score
+        counts, beside the reads of the keys next to it (``indexreads.listing_near`` has
+        the reads). The first entry's rank is its position unless it shares a score
         with an entry before it: the keys read above tell that tie's start, and only a
         tie that starts above all of them needs one more count."""
         read = self._read(board_id, requested_period, member_id=member_id)
         order = read.order
         me = self._entry(read, member_id, read.view.score)
         near = listing_near(
-            self.counting, board_id, read.period, read.partitions, me.sort_key, read.total, radius
+            self.counting, read.board, read.period, read.partitions, me.sort_key, read.total, radius
         )
         above = near.above.keys
         take_above, take_below = around_window(above, near.below, radius)

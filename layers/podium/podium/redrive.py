@@ -9,8 +9,11 @@ deletes the message only once the function took every record. A message it canno
 replay stays on the queue, and the run says why.
 
 Exactly once: every consumer applies a record's effects once, keyed by its ``eventID``
-(docs/streams.md, "Idempotency"), so replaying records that were applied after all, or a
-message that a crashed redrive replayed but did not delete, changes nothing.
+(docs/streams.md, "Idempotency") or, for the count tree, by the score item's version, so
+replaying records that were applied after all, or a message that a crashed redrive
+replayed but did not delete, changes nothing. Unlike a retried batch, a replay may come
+after newer records of its item: the event says it is one (``records.REPLAY``), and the
+aggregator then checks each record against its member's score item as it is now.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from podium.dal.schema import board_of_pk
 from podium.errors import RecordsGone
 from podium.stream.filters import wanted
+from podium.stream.records import REPLAY
 
 if TYPE_CHECKING:
     from podium.dal.streams import QueuedMessage
@@ -216,7 +220,7 @@ class Redrive:
         done = 0
         for chunk in _chunks(handed):
             try:
-                failed = self.consumers.invoke(batch.function_arn, {"Records": chunk})
+                failed = self.consumers.invoke(batch.function_arn, {"Records": chunk, REPLAY: True})
             except Exception as error:
                 detail = f"the consumer failed: {type(error).__name__}: {error}"
                 return Outcome(message.message_id, KEPT, detail, batch, done, boards)

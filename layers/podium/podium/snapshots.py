@@ -113,11 +113,7 @@ def take_snapshot(services: Services, board_id: str, taken_at: datetime, expires
         member_count=board.member_count,
         entries=page.entries,
     )
-    written = services.db.snapshots.put_snapshot(snapshot, expires_at)
-    # The same schedule finishes the splits of score buckets that no stream record came to
-    # finish (a board gone quiet), so that no bucket stays twice its size for long.
-    services.maintenance.finish_splits(board_id)
-    return written
+    return services.db.snapshots.put_snapshot(snapshot, expires_at)
 
 
 def take_snapshots(

@@ -48,7 +48,7 @@ class Services:
     def reads(self) -> ReadService:
         from podium.reads import ReadService
 
-        return ReadService(self.boards, self.db.boards, self.db.members, self.db.index, self.db.structures)
+        return ReadService(self.boards, self.db.boards, self.db.members, self.db.index, self.db.tree)
 
     @cached_property
     def social(self) -> SocialService:
@@ -60,14 +60,17 @@ class Services:
     def maintenance(self) -> Maintenance:
         from podium.maintenance import Maintenance
 
-        return Maintenance(self.boards, self.db.structures, self.db.index)
+        db = self.db
+        return Maintenance(self.boards, db.structures, db.index, db.tree, db.members)
 
     @cached_property
     def checker(self) -> Checker:
         from podium.consistency import Checker
 
         db = self.db
-        return Checker(self.boards, self.members, self.maintenance, db.members, db.structures, db.audit)
+        return Checker(
+            self.boards, self.members, self.maintenance, db.members, db.structures, db.tree, db.audit
+        )
 
     @cached_property
     def aggregator(self) -> Aggregator:

@@ -18,6 +18,7 @@ from podium.dal.members import Members
 from podium.dal.snapshots import Snapshots
 from podium.dal.social import Social
 from podium.dal.structures import RankStructures
+from podium.dal.tree import CountTree
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -36,6 +37,7 @@ class Database:
     eventlog: EventLog
     snapshots: Snapshots
     audit: Audit
+    tree: CountTree
 
     @classmethod
     def connect(cls, settings: Settings, client: DynamoDBClient | None = None) -> Database:
@@ -50,4 +52,5 @@ class Database:
             eventlog=EventLog(tables),
             snapshots=Snapshots(tables),
             audit=Audit(tables),
+            tree=CountTree(tables),
         )

@@ -25,6 +25,7 @@ SCAN_ATTRIBUTES = {
     "#sk": "sk",
     "#s": "s",
     "#v": "v",
+    "#ci": "ci",  # with v, the version a rebuilt count tree's entry carries
     "#t": "t",
     "#h": "h",
     "#hd": "hd",

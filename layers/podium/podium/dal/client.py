@@ -21,14 +21,13 @@ from podium.config import Settings
 from podium.dal import schema
 from podium.errors import (
     AlreadyApplied,
-    BucketMoved,
     ItemMissing,
     Throttled,
     VersionConflict,
     WriteUnconfirmed,
 )
 
-__all__ = ["AlreadyApplied", "BucketMoved", "ItemMissing", "VersionConflict"]
+__all__ = ["AlreadyApplied", "ItemMissing", "VersionConflict"]
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -161,6 +160,11 @@ def until_processed(
     )
 
 
+# How often an update is sent again that found its item in another writer's transaction (a
+# split of the count tree holds three small items for a few milliseconds).
+TRANSACTION_CONFLICT_ROUNDS = 6
+
+
 # How often botocore sends a request the database throttles or fails (standard mode: a
 # jittered backoff of up to 1, 2, 4, 8 s between the attempts, 15 s at most in all). A
 # request that is still throttled then answers 429 Throttled well inside API Gateway's and
@@ -282,6 +286,43 @@ class Tables:
         request = {"Key": key, "UpdateExpression": expression, "ReturnValues": "UPDATED_NEW", **rest}
         response = self._conditional(self.client.update_item, **request)
         return None if response is None else dict(response.get("Attributes", {}))
+
+    def update_answering(
+        self, key: Item, expression: str, *, returning: str = "ALL_NEW", **rest: Any
+    ) -> tuple[bool, Item | None]:
+        """A conditional UpdateItem that answers with the item either way: (True, the item as
+        ``returning`` says: ALL_NEW after the update, ALL_OLD before it), or, when its
+        condition fails, (False, the item as the condition found it; None: no item). An
+        item held by another's transaction is written again after a short wait (botocore
+        does not retry that: the update was not applied)."""
+        from botocore.exceptions import ClientError
+
+        request = {
+            "TableName": self.table,
+            "Key": key,
+            "UpdateExpression": expression,
+            "ReturnValues": returning,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **rest,
+        }
+        delay = 0.01
+        for attempt in range(TRANSACTION_CONFLICT_ROUNDS):
+            try:
+                with translate_throttling():
+                    response = self.client.update_item(**request)
+                return True, dict(response.get("Attributes") or {})
+            except ClientError as error:
+                if conditional_failure(error):
+                    found = (getattr(error, "response", None) or {}).get("Item")
+                    return False, dict(found) if found else None
+                if (
+                    error_code(error) != "TransactionConflictException"
+                    or attempt + 1 == TRANSACTION_CONFLICT_ROUNDS
+                ):
+                    raise
+            time.sleep(random.uniform(delay / 2, delay))
+            delay *= 2
+        raise AssertionError("unreachable")
 
     def delete_if(self, key: Item, condition: str, **rest: Any) -> bool:
         """A conditional DeleteItem; False when its condition fails."""

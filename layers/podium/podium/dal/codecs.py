@@ -3,20 +3,19 @@
 
 from __future__ import annotations
 
-import base64
 import zlib
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 from podium import numbers
+from podium.counttree import Count, Entry, Inner, Leaf, Node, Tombstone
 from podium.dal import schema
 from podium.dal.client import Item, deserializer, parse_timestamp, plain, serializer, timestamp
 from podium.models import (
     Board,
     BoardPolicy,
     BoardSettings,
-    Bucket,
     HeadItem,
     Limits,
     LoggedEvent,
@@ -47,6 +46,8 @@ def board_item(board: Board) -> Item:
     }
     if board.largest_data is not None:
         item["largestData"] = {"N": str(board.largest_data)}
+    if board.count_tree:
+        item["countTree"] = {"BOOL": True}
     if board.title is not None:
         item["title"] = {"S": board.title}
     item.update(policy_attributes(board.policy))
@@ -100,6 +101,7 @@ def board_from_item(board_id: str, item: Item) -> Board:
         dropped_events=int(values.get("droppedEvents", 0)),
         policy=policy_from_values(values),
         largest_data=int(values["largestData"]) if "largestData" in values else None,
+        count_tree=bool(values.get("countTree", False)),
     )
 
 
@@ -172,7 +174,7 @@ def rivals_from_item(item: Item) -> Rivals:
     return Rivals(tuple(v["S"] for v in item["ids"]["L"]), since, ended, version)
 
 
-# -- the head and the buckets ---------------------------------------------------------------
+# -- the head ---------------------------------------------------------------------------
 
 
 def pack_keys(keys: Sequence[str]) -> bytes:
@@ -219,44 +221,60 @@ def head_from_item(item: Item) -> HeadItem:
     return HeadItem(unpack_keys(bytes(item["k"]["B"])), bool(item["c"]["BOOL"]), int(item["v"]["N"]), ladder)
 
 
-def bucket_item(board_id: str, period: str, bucket: Bucket, expires: int | None) -> Item:
+def tree_item(board_id: str, period: str, node: Node, expires: int | None) -> Item:
+    """A node's item: ``lvl``, ``lo``, ``hi`` (absent: to the end), ``sv``, and a leaf's
+    entries ``e`` and tombstones ``x`` by member id, or an inner node's children ``c`` by
+    ``k`` + lower end."""
     item: Item = {
-        **schema.bucket_key(board_id, period, bucket.lo),
-        "n": {"N": str(bucket.count)},
-        "e": {"N": str(bucket.epoch)},
+        **schema.tree_key(board_id, period, None if node.root else node.level, node.lo),
+        "lvl": {"N": str(node.level)},
+        "lo": {"S": node.lo},
+        "sv": {"N": str(node.sv)},
     }
-    if bucket.snapshot_end_us:
-        item["se"] = {"N": str(bucket.snapshot_end_us)}
-        item["sx"] = {"N": str(bucket.snapshot_epoch)}
-    if bucket.cuts:
-        item["ps"] = {"L": [{"S": cut} for cut in bucket.cuts]}
-        item["pt"] = {"N": str(bucket.split_since_us)}
+    if node.hi is not None:
+        item["hi"] = {"S": node.hi}
+    if isinstance(node, Leaf):
+        item["e"] = {"M": {m: entry_value(e) for m, e in node.entries.items()}}
+        item["x"] = {"M": {m: tombstone_value(t) for m, t in node.tombstones.items()}}
+    else:
+        item["c"] = {"M": {schema.TREE_CHILD + lo: count_value(c) for lo, c in node.children.items()}}
     if expires is not None:
         item["ttl"] = {"N": str(expires)}
     return item
 
 
-def bucket_from_item(item: Item, prefix_length: int) -> Bucket:
-    return Bucket(
-        lo=item["sk"]["S"][prefix_length:],
-        count=int(item["n"]["N"]),
-        epoch=int(item["e"]["N"]),
-        snapshot_end_us=int(item["se"]["N"]) if "se" in item else 0,
-        snapshot_epoch=int(item["sx"]["N"]) if "sx" in item else 0,
-        cuts=tuple(cut["S"] for cut in item["ps"]["L"]) if "ps" in item else (),
-        split_since_us=int(item["pt"]["N"]) if "pt" in item else 0,
-    )
+def entry_value(entry: Entry) -> Item:
+    ci, v = entry.version
+    return {"M": {"k": {"S": entry.key}, "c": {"N": str(ci)}, "v": {"N": str(v)}}}
 
 
-def pack_hashes(members: frozenset[str]) -> bytes:
-    """Member hashes (8 bytes in base64) as sorted raw bytes."""
-    return b"".join(sorted(base64.b64decode(m + "=") for m in members))
+def tombstone_value(stone: Tombstone) -> Item:
+    ci, v = stone.version
+    return {"M": {"c": {"N": str(ci)}, "v": {"N": str(v)}, "at": {"N": str(stone.at)}}}
 
 
-def unpack_hashes(packed: bytes) -> frozenset[str]:
-    return frozenset(
-        base64.b64encode(packed[i : i + 8]).decode("ascii").rstrip("=") for i in range(0, len(packed), 8)
-    )
+def count_value(count: Count) -> Item:
+    return {"M": {"n": {"N": str(count.n)}, "sv": {"N": str(count.sv)}}}
+
+
+def tree_node_from_item(item: Item) -> Node:
+    lo, hi, sv = item["lo"]["S"], item["hi"]["S"] if "hi" in item else None, int(item["sv"]["N"])
+    root = item["sk"]["S"] == schema.TREE_ROOT
+    if "e" in item:
+        entries = {
+            m: Entry(e["M"]["k"]["S"], (int(e["M"]["c"]["N"]), int(e["M"]["v"]["N"])))
+            for m, e in item["e"]["M"].items()
+        }
+        stones = {
+            m: Tombstone((int(t["M"]["c"]["N"]), int(t["M"]["v"]["N"])), int(t["M"]["at"]["N"]))
+            for m, t in item.get("x", {}).get("M", {}).items()
+        }
+        return Leaf(lo, hi, sv, entries, stones, root)
+    children = {
+        name[len(schema.TREE_CHILD) :]: Count(int(c["M"]["n"]["N"]), int(c["M"]["sv"]["N"]))
+        for name, c in item["c"]["M"].items()
+    }
+    return Inner(int(item["lvl"]["N"]), lo, hi, sv, children, root)
 
 
 # -- notifications, events, snapshots ---------------------------------------------------------

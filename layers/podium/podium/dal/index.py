@@ -1,6 +1,6 @@
 """The ranking index (``RankIndex``, KEYS_ONLY): shard partitions ``rpk`` of sort keys
 ``rsk`` whose byte order is the listing order. Reads only: the score items write it. Range
-bounds are inclusive; the domain turns its open bounds into them (``podium.buckets``)."""
+bounds are inclusive; the domain turns its open bounds into them (``podium.keys.just_below``)."""
 
 from __future__ import annotations
 

@@ -48,9 +48,10 @@ class Members:
         self._data_sizes = DataSizes(tables)
 
     def get_score(self, board_id: str, member_id: str, period: str) -> ScoreState | None:
-        # Every attribute a write of the state puts back (``rt`` too: a rollup target's).
+        # Every attribute a write of the state puts back (``ci``, when the item was made, and
+        # ``rt``, a rollup target's, too: a write without them loses them).
         key = schema.score_key(board_id, member_id, period)
-        item = self.tables.get(key, consistent=True, projection="s, v, t, h, hd, ht, rt")
+        item = self.tables.get(key, consistent=True, projection="s, v, t, h, hd, ht, ci, rt")
         return codecs.score_from_item(item) if item else None
 
     def get_member(
@@ -126,6 +127,18 @@ class Members:
             if item is not None:
                 scores[member_id] = codecs.score_from_item(item)
         return scores
+
+    def versions(
+        self, board_id: str, member_ids: Sequence[str], period: str, *, consistent: bool
+    ) -> dict[str, tuple[str | None, tuple[int, int]]]:
+        """Each found score item's sort key (None: hidden, not ranked) and version ``(ci, v)``:
+        what the count tree holds of a member (a build; a replayed record's ``newest``)."""
+        keys = [schema.score_key(board_id, member_id, period) for member_id in member_ids]
+        found = {}
+        for (pk, _), item in self.tables.batch_get(keys, consistent=consistent).items():
+            version = (int(item["ci"]["N"]) if "ci" in item else 0, int(item["v"]["N"]))
+            found[schema.parse_member_pk(pk)[1]] = (item["rsk"]["S"] if "rsk" in item else None, version)
+        return found
 
     def get_data(self, board_id: str, member_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         keys = [schema.profile_key(board_id, member_id) for member_id in member_ids]

@@ -15,7 +15,7 @@ from typing import Any
 SEPARATOR = "#"
 
 # Partition key prefixes.
-BOARD = "B#"  # a board's own items: the board, its period counts, head, buckets, leader
+BOARD = "B#"  # a board's own items: the board, its period counts, head, leader
 MEMBER = "M#"  # a member's items: profile, scores (one per period), rivals list
 FOLLOWERS = "F#"  # follower edges of a rival
 INBOX = "N#"  # a member's notifications
@@ -23,6 +23,7 @@ EVENTS = "P#"  # a member's logged events, over EVENT_BUCKETS partitions
 EVENT_ID_CLAIM = "EID#"
 FANOUT = "J#"  # a job over a member's followers, a chunk at a time: J#{boardId}#{memberId} / job id
 SNAPSHOTS = "S#"
+TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.counttree)
 CATALOG = "CATALOG"
 
 # Sort keys and their prefixes.
@@ -38,6 +39,8 @@ BUCKET = "BKT#"  # + period # lo
 BUCKET_STATE = "BST#"  # + period # lo
 BUCKET_SNAPSHOT = "BSN#"  # + period # epoch # lo
 LEADER = "LEADER#"  # + period
+TREE_ROOT = "R"  # the count tree's root; its other nodes are {level:02d}#{lo}
+TREE_CHILD = "k"  # + a child's lo: its key in an inner node's map (a map key cannot be empty)
 APPLIED = "APPLIED"  # the sort key of every mark
 EVENT_ID_ITEM = "EID"
 
@@ -185,6 +188,17 @@ def bucket_snapshot_key(board_id: str, period: str, lo: str, epoch: int) -> Key:
     return key(f"{BOARD}{board_id}", f"{BUCKET_SNAPSHOT}{period}{SEPARATOR}{epoch}{SEPARATOR}{lo}")
 
 
+def tree_pk(board_id: str, period: str) -> str:
+    return f"{TREE}{board_id}{SEPARATOR}{period}"
+
+
+def tree_key(board_id: str, period: str, level: int | None, lo: str) -> Key:
+    """A count tree node's key: the root's (``level`` None), whose level changes, is fixed;
+    every other node's names its level and lower end, neither of which ever changes."""
+    sk = TREE_ROOT if level is None else f"{level:02d}{SEPARATOR}{lo}"
+    return key(tree_pk(board_id, period), sk)
+
+
 def inbox_pk(board_id: str, member_id: str) -> str:
     return f"{INBOX}{board_id}{SEPARATOR}{member_id}"
 
@@ -226,10 +240,12 @@ def parse_event_pk(pk: str) -> tuple[str, str]:
 
 
 def board_of_pk(pk: str) -> str | None:
-    """The board a board's, a member's, a logged event's or a fan-out's item belongs to
-    (None for the other items: follower edges, inboxes, marks, the catalog)."""
+    """The board a board's, a member's, a logged event's, a fan-out's or a count tree's item
+    belongs to (None for the other items: follower edges, inboxes, marks, the catalog)."""
     if pk.startswith(BOARD):
         return pk[len(BOARD) :]
+    if pk.startswith(TREE):
+        return pk[len(TREE) :].split(SEPARATOR, 1)[0]
     if pk.startswith(MEMBER):
         return parse_member_pk(pk)[0]
     if pk.startswith(EVENTS):

@@ -1,11 +1,14 @@
 """The aggregating consumer: each board's ``memberCount`` (``counts``), rollups into the
-boards of ``rollupTo`` (``rollups``), and the head and score buckets that make top-k and
-rank cheap (``upkeep``); the event-log fold runs per batch beside it (``fold``).
+boards of ``rollupTo`` (``rollups``), and the head and count tree that make top-k and rank
+cheap (``upkeep``); the event-log fold runs per batch beside it (``fold``).
 
 One consumer does all of these because DynamoDB Streams serves at most two readers per
-shard without throttling; the notifier is the other. Every effect is applied at most
-once, keyed by the stream record's own event id, so a redelivered record or a retried
-batch never counts or rolls up twice.
+shard without throttling; the notifier is the other. Every effect is applied once,
+however often a record is delivered: the counts and the rollups are keyed by the stream
+record's own event id (a mark), the count tree by the score item's version, which its
+entries carry (docs/count-tree.md). A record the redrive replays, out of the stream's
+order, is applied as ``replayed``: the tree then checks it against the member's score
+item.
 """
 
 from __future__ import annotations
@@ -29,14 +32,14 @@ class Aggregator:
         self.db = db
         self.settings_of = settings_of
         self.clock = clock
-        self.upkeep = RankUpkeep(db.structures, db.index, settings_of, clock)
+        self.upkeep = RankUpkeep(db.structures, db.index, db.tree, db.members, settings_of, clock)
 
-    def apply(self, record: Record) -> None:
+    def apply(self, record: Record, *, replayed: bool = False) -> None:
         apply_count(self.db.boards, self.settings_of, record)
         score = score_record(record)
         if score is None:
             return
-        self.upkeep.keep_buckets(score)
+        self.upkeep.keep_tree(score, replayed=replayed)
         if score.new is not None and (score.changed or score.event_name == "INSERT"):
             for target in self.settings_of(score.board_id).rollup_to:
                 roll_up(self.db.members, self.settings_of, self.clock, score, target)

@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from podium.log import logger, metrics
+from podium.stream.records import is_replay
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -26,6 +27,7 @@ def stream_entrypoint(
     apply: Callable[[dict[str, Any]], None],
     metric: str,
     prepare: Callable[[list[dict[str, Any]]], set[str]] | None = None,
+    replay: Callable[[dict[str, Any]], None] | None = None,
 ) -> LambdaHandler:
     """A handler that applies ``apply`` to each record of a DynamoDB stream batch and
     reports the records that raised, by sequence number, so Lambda retries from the first
@@ -33,18 +35,20 @@ def stream_entrypoint(
 
     ``prepare`` handles work done per batch rather than per record (the fold, the heads);
     it returns the eventIDs of the records it failed on, which are reported as failures
-    too."""
+    too. ``replay``, when given, applies the records of an event the redrive built
+    (``records.is_replay``): they may come after newer records of their items."""
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         records: list[dict[str, Any]] = list(event.get("Records", []))
         metrics.add_metric(name=metric, unit=MetricUnit.Count, value=len(records))
         failed = prepare(records) if prepare is not None else set()
+        applying = replay if replay is not None and is_replay(event) else apply
         failures = []
         for record in records:
             try:
                 if record.get("eventID") in failed:
                     raise RuntimeError(f"the batch work for record {record.get('eventID')} failed")
-                apply(record)
+                applying(record)
             except Exception:
                 logger.exception("stream record failed", extra={"eventID": record.get("eventID")})
                 failures.append({"itemIdentifier": record["dynamodb"]["SequenceNumber"]})

@@ -34,7 +34,7 @@ class ScoreRecord:
     # reachedAt for a write, the stream's timestamp for a removal.
     changed_us: int
     # The latest reachedAt the record carries, exactly: of the new score, else of the one
-    # removed (podium.buckets.Change).
+    # removed (a `set` rollup target orders the changes it takes by it).
     written_us: int = 0
     # The member is hidden after the change: its item has no index keys, and its change
     # is seen by no ranking and told to no one.
@@ -240,6 +240,16 @@ def fanout_job(record: Record) -> FanoutJob | None:
     cursor = image[schema.FANOUT_CURSOR]["S"] if schema.FANOUT_CURSOR in image else None
     body, step = image[schema.FANOUT_CHANGE]["S"], int(image[schema.FANOUT_STEP]["N"])
     return FanoutJob.stored(board_id, member_id, sk, body, cursor, step)
+
+
+# The key the redrive adds to the events it builds: their records are replayed, maybe after
+# newer records of their items (a stream delivers one item's records in order).
+REPLAY = "podiumReplay"
+
+
+def is_replay(event: dict[str, Any]) -> bool:
+    """Whether a consumer's event is the redrive's (``podium.redrive``), not the stream's."""
+    return event.get(REPLAY) is True
 
 
 def is_event_insert(record: Record) -> bool:

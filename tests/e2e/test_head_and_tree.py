@@ -1,18 +1,27 @@
 """Over HTTP, against the local stack (stream batches delivered twice): a small top-k
 comes from the head kept by the stream and catches up with writes; `consistent=true`
-reads the index at once; ranks agree either way."""
+reads the index at once; ranks agree either way; and the count tree the stack's
+aggregator keeps counts like the sorted board, through changes, hides and deletes."""
 
 from __future__ import annotations
 
+import random
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
+import boto3
 import pytest
 import requests
 
+from devstack import template as template_module
 from podium import numbers
-from tests.helpers import assert_equal, decimal_json, eventually, unique_id
+from podium.config import Settings
+from podium.dal import Database
+from podium.keys import member_of_key
+from tests.helpers import assert_equal, decimal_json, eventually, expected_listing, unique_id
+from tests.integration.test_rank_structures import assert_tree_counts_the_index
+from tests.messaging import LocalStack
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +69,7 @@ def test_the_first_page_follows_writes_from_the_head_and_consistent_reads_the_in
     assert [m for m, _ in listing] == [m for m, _ in expected(30)]
     assert [r for _, r in listing] == list(range(1, 31))
     assert rest["nextCursor"] is None
-    # and a member's rank is the same from the buckets' path and from the index
+    # and a member's rank is the same as the stream keeps it and from the index
     # (total is the board's memberCount, which the stream keeps: it may still be catching up)
     for member in ("p00", "p15", "p01"):
         rank = _call("GET", f"{base}/members/{member}/rank")
@@ -109,3 +118,42 @@ def test_consistent_must_be_true_or_false(stack_url: str) -> None:
         response = requests.get(f"{stack_url}/boards/{board}/{path}?consistent=yes", timeout=TIMEOUT)
         assert response.status_code == 400
         assert "consistent" in response.json()["message"]
+
+
+def test_the_stacks_aggregator_keeps_a_count_tree_that_counts_like_the_sorted_board(
+    stack: LocalStack, dynamodb_endpoint: str
+) -> None:
+    # Given a board of 120 members on 5 shards, written over HTTP by 8 clients at once:
+    # scores set, changed, some members hidden (one shown again) and some deleted
+    board = unique_id("treed")
+    base = f"{stack.url}/boards/{board}"
+    _call("PUT", base, {"shards": 5})
+    draw = random.Random(9)
+    scores = {f"t{i:03d}": Decimal(draw.randrange(300)) / 4 for i in range(120)}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda m: _call("PUT", f"{base}/members/{m}", {"score": scores[m]}), scores))
+        changed = draw.sample(sorted(scores), 40)
+        moved = list(pool.map(lambda m: _call("POST", f"{base}/members/{m}/score", {"value": 7}), changed))
+    scores.update({m: answer["score"] for m, answer in zip(changed, moved, strict=True)})
+    hidden = draw.sample(sorted(scores), 6)
+    for member in hidden:
+        _call("PUT", f"{base}/members/{member}", {"hidden": True})
+    _call("PUT", f"{base}/members/{hidden[0]}", {"hidden": False})
+    deleted = draw.sample(sorted(set(scores) - set(hidden)), 5)
+    for member in deleted:
+        assert requests.delete(f"{base}/members/{member}", timeout=TIMEOUT).status_code == 204
+    shown = {m: s for m, s in scores.items() if m not in deleted and m not in hidden[1:]}
+
+    # When the stack's stream has caught up
+    table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
+    store = Database.connect(
+        Settings(table_name=table), client=boto3.client("dynamodb", endpoint_url=dynamodb_endpoint)
+    )
+
+    # Then the tree holds exactly the shown members, once each, counts like the sorted
+    # index, and the index is the board as the model sorts it
+    def tree_is_the_board() -> None:
+        listed = assert_tree_counts_the_index(store, board)
+        assert [member_of_key(k) for k in listed] == [m for _, m, _ in expected_listing(shown)]
+
+    eventually(tree_is_the_board)

@@ -1,0 +1,451 @@
+"""The count tree: exact ranks at a cost flat in board size and shard count
+(docs/count-tree.md).
+
+A rank counted from the score buckets ends with a query on every shard, so it costs more
+with every shard; counted from the index it costs more with every member above. The count
+tree holds the members' sort keys centrally instead, per board and period, in a B-tree of
+small items: *leaves* hold the members of a key range ``[lo, hi)`` with their keys,
+*inner nodes* the counts of their children as last reported. A count of the members
+below a key is then the counts on the path from the root to the key's leaf, plus the
+leaf's keys below it: one read of a few items, whatever the board's size.
+
+**Versions instead of marks.** A member's entry carries the version ``(ci, v)`` of the
+score item that put it there (``v`` one more on every write of the item, ``ci`` the time
+its incarnation was created, so a deleted and re-created member starts above every record
+of its past). A record puts the member's entry at the leaf of its new key unless that leaf
+has seen the member at this version or a later one; it takes the entry out of the leaf of
+its old key. In the usual order the old leaf holds exactly the entry the record's
+predecessor left, ``(old key, (ci, v - 1))``; anything else (the member absent, or there at
+another version) means records came out of order, and the leaf keeps a *tombstone* of the
+member at the record's version, so that an older record cannot add it back. A member then
+counts once, at the newest key the tree has seen, whatever the order of delivery, without
+a per-record mark. The stream delivers a member's records in order, and again in order from
+a failed one on; only a redrive replays a record after newer ones of its member, and a
+leaf cannot tell whether the replay was applied before (and its member moved on since).
+The consumer can, from the member's score item: a replay puts nothing once the item is
+newer (``Change.superseded``), checked before it writes and after (``withdraw``).
+
+**Counts reported, absolute and guarded.** A node's count goes to its parent with the
+node's state version ``sv`` (one more on every write of it), and only over an older one:
+reports never undo each other, and every count converges to its leaves' entries.
+
+**Splits.** A node past its limits is cut at its middle key: the lower part keeps its
+item, the upper part is a new one, and the parent gets both counts, in one transaction. The
+root, whose item is fixed, moves its halves into two new nodes of its level and goes up one.
+
+This module decides; ``podium.treekeeper`` applies the decisions through a store
+(``podium.ports.TreeStore``, kept in DynamoDB by ``podium.dal.tree``), ``podium.treereads``
+counts, ``podium.treebuild`` builds a tree from its keys at once.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
+
+LEAF_MAX = 24  # a leaf past this many entries is split
+FANOUT = 32  # an inner node past this many children is split
+# ... or either past about this many bytes: a node read stays within one 4 KB block (0.5 RCU)
+# however long the members' ids, and a write of it at 2 WCU.
+NODE_BYTES = 2048
+# Tombstones stop records older than them; the stream keeps records 24 hours, and an hour
+# more covers the clocks of the consumers and a redrive in flight.
+TOMBSTONE_KEEP_S = 25 * 3600
+BELOW_EVERY_KEY = ""  # the lower end of the first node of every level
+
+# What a node's item holds besides its entries or children, and what each entry, tombstone
+# or child adds besides its strings (names, numbers): for the size limit, near enough.
+NODE_FIXED_BYTES = 64
+ENTRY_FIXED_BYTES = 24
+CHILD_FIXED_BYTES = 20
+
+Version = tuple[int, int]  # (ci, v), compared as a tuple
+# A node is named by its level and its lower end; the root, whose level changes, by ROOT.
+NodeId = tuple[int, str]
+ROOT: NodeId = (-1, BELOW_EVERY_KEY)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A member in a leaf: its sort key, and the version of the score item that put it."""
+
+    key: str
+    version: Version
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A member taken out of a leaf out of order: no record older than ``version`` may put
+    it back. ``at`` (s) is when it was left; it goes after ``TOMBSTONE_KEEP_S``."""
+
+    version: Version
+    at: int
+
+
+@dataclass(frozen=True)
+class Count:
+    """A child's count as last reported to its parent, and the child's ``sv`` then."""
+
+    n: int
+    sv: int
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """Level 0: the members whose sort keys fall in ``[lo, hi)`` (``hi`` None: to the end),
+    by member id, and the tombstones of members that left out of order."""
+
+    lo: str
+    hi: str | None
+    sv: int
+    entries: Mapping[str, Entry] = field(default_factory=dict)
+    tombstones: Mapping[str, Tombstone] = field(default_factory=dict)
+    root: bool = False
+
+    @property
+    def level(self) -> int:
+        return 0
+
+    @property
+    def total(self) -> int:
+        return len(self.entries)
+
+
+@dataclass(frozen=True)
+class Inner:
+    """Level >= 1: the counts of the children, by each child's lower end (the first child
+    starts at the node's own ``lo``)."""
+
+    level: int
+    lo: str
+    hi: str | None
+    sv: int
+    children: Mapping[str, Count] = field(default_factory=dict)
+    root: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(count.n for count in self.children.values())
+
+
+Node = Leaf | Inner
+
+
+def ident(node: Node) -> NodeId:
+    return ROOT if node.root else (node.level, node.lo)
+
+
+def holds(node: Node, key: str) -> bool:
+    return node.lo <= key and (node.hi is None or key < node.hi)
+
+
+def child_for(node: Inner, key: str) -> NodeId:
+    """The child of ``node`` whose range holds ``key``: the one with the greatest lower end
+    not above it."""
+    bounds = sorted(node.children)
+    return (node.level - 1, bounds[max(0, bisect_right(bounds, key) - 1)])
+
+
+# -- applying a record ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """A stream record as the tree sees it: ``member``'s sort key from ``old`` to ``new``
+    (None: not ranked), the score item's version after it (a removal's is the removed
+    item's ``v`` + 1), and the consumer's clock (s). ``superseded``: a replayed record whose
+    member's score item is newer (a newer record puts the member where it belongs)."""
+
+    member: str
+    old: str | None
+    new: str | None
+    version: Version
+    now: int
+    superseded: bool = False
+
+    @property
+    def previous(self) -> Version:
+        """The version of the entry the record's predecessor left (every write adds one)."""
+        ci, v = self.version
+        return (ci, v - 1)
+
+    def touched(self) -> list[str]:
+        """The keys whose leaves the record changes, the old one first."""
+        return list(dict.fromkeys(k for k in (self.old, self.new) if k is not None))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a record leaves of its member in one leaf, and whether the leaf was as the
+    record's predecessor left it (``in_order``: otherwise the record may be a redelivery,
+    and its counts are reported all the way to the root)."""
+
+    entry: Entry | None
+    tombstone: Tombstone | None
+    in_order: bool
+
+
+def decide(leaf: Leaf, change: Change) -> Outcome:
+    """What ``change`` does to ``leaf``, a leaf that holds its old key, its new key or both.
+
+    Nothing, when the leaf has seen the member at this version or a later one (the record
+    was applied here before, or a newer one was). Else at the new key, the member's entry
+    (over any older one: a move within the leaf). Else the member leaves: without a trace
+    when the leaf held exactly what the predecessor left, with a tombstone otherwise (out of
+    order: an older record might still come). A superseded record puts nothing: the newer
+    record puts the member where it belongs."""
+    member = change.member
+    current, stone = member_state(leaf, member)
+    seen = max((x.version for x in (current, stone) if x is not None), default=None)
+    if seen is not None and seen >= change.version:
+        return Outcome(current, stone, in_order=False)
+    predecessor = (
+        Entry(change.old, change.previous) if change.old is not None and holds(leaf, change.old) else None
+    )
+    in_order = current == predecessor and stone is None and not change.superseded
+    if change.new is not None and holds(leaf, change.new) and not change.superseded:
+        return Outcome(Entry(change.new, change.version), None, in_order)
+    if current is not None and current == predecessor:
+        return Outcome(None, None, in_order)
+    return Outcome(None, Tombstone(change.version, change.now), in_order=False)
+
+
+def withdraw(leaf: Leaf, change: Change) -> Outcome:
+    """A replayed record's entry taken back, when the member's score item turned out newer
+    after the entry was written: the newer record may have taken the member out of the leaf
+    (in the usual order, without a trace) before the replay's entry landed."""
+    current, stone = member_state(leaf, change.member)
+    if change.new is not None and current == Entry(change.new, change.version):
+        return Outcome(None, None, in_order=False)
+    return Outcome(current, stone, in_order=False)
+
+
+def newer(newest: Version | None, version: Version) -> bool:
+    """Whether a member's score item (its version now; None: gone) is past ``version``."""
+    return newest is None or newest > version
+
+
+def member_state(leaf: Leaf, member: str) -> tuple[Entry | None, Tombstone | None]:
+    return leaf.entries.get(member), leaf.tombstones.get(member)
+
+
+def expired(leaf: Leaf, now: int, keep: str | None = None) -> tuple[str, ...]:
+    """The members whose tombstones are past keeping (but ``keep``'s, which a write sets)."""
+    return tuple(
+        sorted(m for m, stone in leaf.tombstones.items() if m != keep and stone.at + TOMBSTONE_KEEP_S < now)
+    )
+
+
+@dataclass(frozen=True)
+class InOrder:
+    """What an optimistic leaf write expects: the member's entry is ``was`` (None: the leaf
+    has neither an entry nor a tombstone of it), and the leaf holds ``key`` (None: no key to
+    check; an entry is always within its leaf)."""
+
+    was: Entry | None
+    key: str | None
+
+
+@dataclass(frozen=True)
+class LeafWrite:
+    """One write of one leaf: the member's entry and tombstone set as given (None: none),
+    the ``drop`` members' tombstones removed, ``sv`` one more, on the condition ``expect``:
+    what the usual order leaves (InOrder), or the ``sv`` the write was decided on."""
+
+    leaf: NodeId
+    member: str
+    entry: Entry | None
+    tombstone: Tombstone | None
+    expect: InOrder | int
+    drop: tuple[str, ...] = ()
+
+
+def in_order_write(leaf: NodeId, change: Change, holds_old: bool, holds_new: bool) -> LeafWrite:
+    """The write of a record arriving in the usual order, decided without reading the leaf."""
+    was = Entry(change.old, change.previous) if holds_old and change.old is not None else None
+    entry = Entry(change.new, change.version) if holds_new and change.new is not None else None
+    return LeafWrite(leaf, change.member, entry, None, InOrder(was, change.new if holds_new else None))
+
+
+def settling_write(leaf_id: NodeId, leaf: Leaf, change: Change, outcome: Outcome) -> LeafWrite | None:
+    """The write that carries ``outcome`` out on ``leaf`` as read (None: nothing changes),
+    dropping the tombstones past keeping on the way."""
+    if (outcome.entry, outcome.tombstone) == member_state(leaf, change.member):
+        return None
+    drop = expired(leaf, change.now, keep=change.member)
+    return LeafWrite(leaf_id, change.member, outcome.entry, outcome.tombstone, leaf.sv, drop)
+
+
+def sweeping_write(leaf_id: NodeId, leaf: Leaf, member: str, now: int) -> LeafWrite | None:
+    """A write that only drops the tombstones past keeping (None: there are none)."""
+    drop = expired(leaf, now, keep=member)
+    if not drop:
+        return None
+    entry, stone = member_state(leaf, member)
+    return LeafWrite(leaf_id, member, entry, stone, leaf.sv, drop)
+
+
+# -- splits -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Put:
+    """A node written whole by a split, on the condition that its item still has the ``sv``
+    it was read with (None: that there is no such item yet)."""
+
+    node: Node
+    was: int | None
+
+
+def node_bytes(node: Node) -> int:
+    """About the size of the node's item."""
+    size = NODE_FIXED_BYTES + len(node.lo) + len(node.hi or "")
+    if isinstance(node, Leaf):
+        size += sum(len(m) + len(e.key) + ENTRY_FIXED_BYTES for m, e in node.entries.items())
+        return size + sum(len(m) + ENTRY_FIXED_BYTES for m in node.tombstones)
+    return size + sum(1 + len(lo) + CHILD_FIXED_BYTES for lo in node.children)
+
+
+def overfull(node: Node) -> bool:
+    """Whether the node is past its limits (and can be cut: it has two parts at least). A
+    leaf's tombstones do not count: both parts keep them, and they go within a day."""
+    if isinstance(node, Leaf):
+        parts, most, size = len(node.entries), LEAF_MAX, node_bytes(replace(node, tombstones={}))
+    else:
+        parts, most, size = len(node.children), FANOUT, node_bytes(node)
+    return parts >= 2 and (parts > most or size > NODE_BYTES)
+
+
+def split(node: Node, parent: Inner | None, now: int) -> list[Put]:
+    """The writes that cut ``node`` at its middle key, as read (``parent`` as read too;
+    None when ``node`` is the root). Tombstones go to both parts: a tombstone stops any older
+    record of its member whose key the leaf held."""
+    lower, upper = _halves(node, now)
+    if node.root:
+        lower, upper = replace(lower, root=False, sv=1), upper
+        counts = {lower.lo: Count(lower.total, lower.sv), upper.lo: Count(upper.total, upper.sv)}
+        root = Inner(node.level + 1, BELOW_EVERY_KEY, None, node.sv + 1, counts, root=True)
+        return [Put(lower, None), Put(upper, None), Put(root, node.sv)]
+    if parent is None:
+        raise ValueError("a node other than the root is split with its parent")
+    children = {
+        **parent.children,
+        lower.lo: Count(lower.total, lower.sv),
+        upper.lo: Count(upper.total, upper.sv),
+    }
+    return [
+        Put(lower, node.sv),
+        Put(upper, None),
+        Put(replace(parent, sv=parent.sv + 1, children=children), parent.sv),
+    ]
+
+
+def _halves(node: Node, now: int) -> tuple[Node, Node]:
+    """The node cut at its middle key: the lower part (its own item, one write on) and the
+    upper part (a new item)."""
+    if isinstance(node, Leaf):
+        ordered = sorted(node.entries.items(), key=lambda item: item[1].key)
+        cut = ordered[len(ordered) // 2][1].key
+        stones = {m: s for m, s in node.tombstones.items() if m not in expired(node, now)}
+        below = {m: e for m, e in ordered if e.key < cut}
+        above = {m: e for m, e in ordered if e.key >= cut}
+        lower: Node = replace(node, hi=cut, sv=node.sv + 1, entries=below, tombstones=stones)
+        return lower, Leaf(cut, node.hi, 1, above, dict(stones))
+    bounds = sorted(node.children)
+    cut = bounds[len(bounds) // 2]
+    below_children = {lo: node.children[lo] for lo in bounds if lo < cut}
+    above_children = {lo: node.children[lo] for lo in bounds if lo >= cut}
+    lower = replace(node, hi=cut, sv=node.sv + 1, children=below_children)
+    return lower, Inner(node.level, cut, node.hi, 1, above_children)
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Walk:
+    """The path from the root towards a key as far as some nodes read go: ``complete`` when
+    it reaches the level asked; else ``needs`` names the node to read next (None: the nodes
+    disagree, read at different moments or across a change of shape)."""
+
+    path: list[Node]
+    needs: NodeId | None
+    complete: bool
+
+
+def walk(nodes: Mapping[NodeId, Node], key: str, level: int = 0) -> Walk:
+    """Follow ``key`` down from the root through ``nodes``, checking every step: each node
+    holds the key, and is at the level below its parent."""
+    path: list[Node] = []
+    at, expected = ROOT, None
+    while True:
+        node = nodes.get(at)
+        if node is None:
+            return Walk(path, at, complete=False)
+        if not holds(node, key) or node.level < level or expected not in (None, node.level):
+            return Walk(path, None, complete=False)
+        path.append(node)
+        if node.level == level:
+            return Walk(path, None, complete=True)
+        if not isinstance(node, Inner) or not node.children:
+            return Walk(path, None, complete=False)
+        at, expected = child_for(node, key), node.level - 1
+
+
+def count_below(path: Sequence[Node], bound: str) -> int:
+    """The members whose keys sort below ``bound``, from a complete walk to it: the counts
+    of the children before the path's child at every inner node, and the leaf's keys below
+    the bound."""
+    counted = 0
+    for node, child in pairwise(path):
+        if isinstance(node, Inner):
+            counted += sum(count.n for lo, count in node.children.items() if lo < child.lo)
+    leaf = path[-1]
+    if not isinstance(leaf, Leaf):
+        raise ValueError("a count is read down to a leaf")
+    return counted + sum(1 for entry in leaf.entries.values() if entry.key < bound)
+
+
+class Shape:
+    """The inner nodes (and the root) a process has seen, to guess the path to a key
+    without reading down to it. A guess is only a guess: a write along it checks its
+    conditions, a read checks the nodes it reads (``walk``)."""
+
+    MOST = 8192  # nodes kept (cleared when full): the paths a process reads most come back
+
+    def __init__(self) -> None:
+        self.nodes: dict[NodeId, Node] = {}
+
+    def learn(self, nodes: Iterable[Node]) -> None:
+        for node in nodes:
+            if isinstance(node, Inner) or node.root:
+                if len(self.nodes) >= self.MOST:
+                    self.nodes.clear()
+                self.nodes[ident(node)] = node
+
+    def forget(self, keys: Iterable[str] | None = None) -> None:
+        """Forget the nodes on the paths to ``keys`` (one of them was wrong), or all."""
+        for key in keys if keys is not None else []:
+            for node_id in self.guess(key, partial=True) or []:
+                self.nodes.pop(node_id, None)
+        if keys is None:
+            self.nodes.clear()
+
+    def guess(self, key: str, level: int = 0, *, partial: bool = False) -> list[NodeId] | None:
+        """The ids on the path from the root to the node of ``level`` holding ``key``, as
+        far as known: None when not known that far, or (``partial``) as far as known and
+        the first node not seen."""
+        path = [ROOT]
+        node = self.nodes.get(ROOT)
+        while node is not None and node.level >= level:
+            if node.level == level:
+                return path
+            if not isinstance(node, Inner) or not node.children:
+                break
+            path.append(child_for(node, key))
+            if path[-1][0] == level:
+                return path
+            node = self.nodes.get(path[-1])
+        return path if partial else None

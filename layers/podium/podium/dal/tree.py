@@ -1,0 +1,176 @@
+"""The count tree's items (``podium.counttree``; docs/count-tree.md): a node per item under
+``T#{boardId}#{period}``, the root at ``R`` and every other node at ``{level:02d}#{lo}``,
+with the period's TTL on a time-windowed board.
+
+Member ids and sort keys go into the maps' keys through ``ExpressionAttributeNames`` (they
+are printable ASCII); an inner node's children are keyed ``k`` + their lower end, because
+a map key cannot be empty and the first node of a level starts at "". Each method is one
+request: the keeper (``podium.treekeeper``) interleaves them with other writers' and
+decides between them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from podium.counttree import ROOT, Count, InOrder, Leaf, LeafWrite, Node, NodeId, Put
+from podium.dal import codecs, schema
+from podium.dal.client import Item, Tables
+
+# What a split's transaction may be refused for, other than a mistake: a condition failed
+# (a writer came first), or another transaction held one of its items.
+SPLIT_REFUSED = {"None", "ConditionalCheckFailed", "TransactionConflict"}
+
+
+class CountTree:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    @staticmethod
+    def key(board_id: str, period: str, node_id: NodeId) -> Item:
+        level, lo = node_id
+        return schema.tree_key(board_id, period, None if node_id == ROOT else level, lo)
+
+    def read_nodes(
+        self, board_id: str, period: str, ids: Iterable[NodeId], *, consistent: bool
+    ) -> dict[NodeId, Node]:
+        """The nodes found among ``ids``, in one BatchGetItem per 100 keys, sent at once."""
+        wanted = {self.key(board_id, period, node_id)["sk"]["S"]: node_id for node_id in ids}
+        pk = schema.tree_pk(board_id, period)
+        found = self.tables.batch_get([schema.key(pk, sk) for sk in wanted], consistent=consistent)
+        return {wanted[sk]: codecs.tree_node_from_item(item) for (_, sk), item in found.items()}
+
+    def plant_root(self, board_id: str, period: str, expires: int | None) -> None:
+        """An empty root leaf, unless the tree has a root."""
+        self.tables.put_if_absent(codecs.tree_item(board_id, period, Leaf("", None, 0, root=True), expires))
+
+    def write_leaf(self, board_id: str, period: str, write: LeafWrite) -> tuple[bool, Node | None]:
+        """One leaf write (``counttree.LeafWrite``), answered with the leaf after it, or with
+        the node as its condition found it."""
+        names = {"#e": "e", "#x": "x", "#m": write.member, "#sv": "sv"}
+        values: dict[str, Any] = {":one": {"N": "1"}}
+        sets, removes = [], []
+        if write.entry is not None:
+            sets.append("#e.#m = :entry")
+            values[":entry"] = codecs.entry_value(write.entry)
+        else:
+            removes.append("#e.#m")
+        if write.tombstone is not None:
+            sets.append("#x.#m = :stone")
+            values[":stone"] = codecs.tombstone_value(write.tombstone)
+        else:
+            removes.append("#x.#m")
+        for index, member in enumerate(write.drop):
+            names[f"#d{index}"] = member
+            removes.append(f"#x.#d{index}")
+        expression = " ".join(
+            part
+            for part in (
+                f"SET {', '.join(sets)}" if sets else "",
+                f"REMOVE {', '.join(removes)}" if removes else "",
+                "ADD #sv :one",
+            )
+            if part
+        )
+        condition = _leaf_condition(write.expect, names, values)
+        done, item = self.tables.update_answering(
+            self.key(board_id, period, write.leaf),
+            expression,
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+        return done, codecs.tree_node_from_item(item) if item else None
+
+    def report(
+        self, board_id: str, period: str, parent: NodeId, level: int, counts: Mapping[str, Count]
+    ) -> tuple[bool, Node | None]:
+        """Set the children's counts in ``parent`` (of ``level``: the root's changes), each
+        over an older ``sv`` only, in one UpdateItem: answered with the parent before it, or
+        as the failed condition found it."""
+        names = {"#c": "c", "#sv": "sv", "#lvl": "lvl"}
+        values: dict[str, Any] = {":one": {"N": "1"}, ":lvl": {"N": str(level)}}
+        sets, conditions = [], ["#lvl = :lvl"]
+        for index, (lo, count) in enumerate(sorted(counts.items())):
+            names[f"#k{index}"] = schema.TREE_CHILD + lo
+            values[f":c{index}"] = codecs.count_value(count)
+            values[f":s{index}"] = {"N": str(count.sv)}
+            sets.append(f"#c.#k{index} = :c{index}")
+            conditions.append(f"#c.#k{index}.#sv < :s{index}")
+        done, item = self.tables.update_answering(
+            self.key(board_id, period, parent),
+            f"SET {', '.join(sets)} ADD #sv :one",
+            returning="ALL_OLD",
+            ConditionExpression=" AND ".join(conditions),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+        return done, codecs.tree_node_from_item(item) if item else None
+
+    def replace(self, board_id: str, period: str, puts: Sequence[Put], expires: int | None) -> bool:
+        """A split: the nodes written whole in one TransactWriteItems, each on the condition
+        that its item still has the ``sv`` it was read with (or does not exist yet)."""
+        actions: list[Any] = []
+        for put in puts:
+            action: dict[str, Any] = {"Item": codecs.tree_item(board_id, period, put.node, expires)}
+            if put.was is None:
+                action["ConditionExpression"] = "attribute_not_exists(pk)"
+            else:
+                action["ConditionExpression"] = "#sv = :sv"
+                action["ExpressionAttributeNames"] = {"#sv": "sv"}
+                action["ExpressionAttributeValues"] = {":sv": {"N": str(put.was)}}
+            actions.append({"Put": action})
+        codes = self.tables.transact(actions)
+        if codes is not None and not set(codes) <= SPLIT_REFUSED:
+            raise RuntimeError(f"a split of the count tree of {board_id} failed: {codes}")
+        return codes is None
+
+    def put_nodes(self, board_id: str, period: str, nodes: Sequence[Node], expires: int | None) -> None:
+        """Write the nodes whole (a build, on a tree that no one else writes meanwhile)."""
+        self.tables.batch_write(
+            [{"PutRequest": {"Item": codecs.tree_item(board_id, period, node, expires)}} for node in nodes]
+        )
+
+    def all_nodes(self, board_id: str, period: str) -> list[Node]:
+        """Every node of the period's tree, read strongly consistent (one query of its
+        partition: the checker, and a rebuild's count of what it replaces)."""
+        return [
+            codecs.tree_node_from_item(item)
+            for item in self.tables.query_items(self._partition(board_id, period))
+        ]
+
+    def drop(self, board_id: str, period: str) -> int:
+        """Delete every node of the period's tree (a rebuild first: a build does not write
+        every node of an older shape); how many there were. The query reads keys only."""
+        request = {**self._partition(board_id, period), "ProjectionExpression": "pk, sk"}
+        keys = [schema.key(item["pk"]["S"], item["sk"]["S"]) for item in self.tables.query_items(request)]
+        self.tables.batch_write([{"DeleteRequest": {"Key": key}} for key in keys])
+        return len(keys)
+
+    @staticmethod
+    def _partition(board_id: str, period: str) -> dict[str, Any]:
+        return {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": schema.tree_pk(board_id, period)}},
+            "ConsistentRead": True,
+        }
+
+
+def _leaf_condition(expect: InOrder | int, names: dict[str, str], values: dict[str, Any]) -> str:
+    """The condition of a leaf write: the ``sv`` it was decided on; or what the usual order
+    leaves, with the key it puts within the leaf's range (an entry is always within it)."""
+    if isinstance(expect, int):
+        values[":sv"] = {"N": str(expect)}
+        return "attribute_exists(#e) AND #sv = :sv"
+    if expect.was is None:
+        parts = ["attribute_exists(#e)", "attribute_not_exists(#e.#m)", "attribute_not_exists(#x.#m)"]
+    else:
+        ci, v = expect.was.version
+        names.update({"#k": "k", "#ci": "c", "#v": "v"})
+        values.update({":wk": {"S": expect.was.key}, ":wc": {"N": str(ci)}, ":wv": {"N": str(v)}})
+        parts = ["#e.#m.#k = :wk", "#e.#m.#ci = :wc", "#e.#m.#v = :wv"]
+    if expect.key is not None:
+        names.update({"#lo": "lo", "#hi": "hi"})
+        values[":key"] = {"S": expect.key}
+        parts += ["#lo <= :key", "(attribute_not_exists(#hi) OR :key < #hi)"]
+    return " AND ".join(parts)
