@@ -120,3 +120,13 @@ def small_nodes(leaf_max: int = 3, fanout: int = 3) -> Iterator[None]:
         yield
     finally:
         counttree.LEAF_MAX, counttree.FANOUT = saved
+
+
+def assert_counts_converged(nodes: list[Node]) -> None:
+    """Every inner node records each child's count as the child holds it (the reports have
+    all arrived)."""
+    by_id = {ident(node): node for node in nodes}
+    for node in nodes:
+        if isinstance(node, Inner):
+            for lo, recorded in node.children.items():
+                assert recorded.n == by_id[(node.level - 1, lo)].total, (node, lo)

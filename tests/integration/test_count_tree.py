@@ -39,7 +39,7 @@ from podium.ports import TreeStore
 from podium.treekeeper import Tree, TreeKeeper
 from podium.treereads import TreeReader
 from tests.helpers import unique_id
-from tests.treestore import MemoryTree, small_nodes
+from tests.treestore import MemoryTree, assert_counts_converged, small_nodes
 
 pytestmark = pytest.mark.integration
 
@@ -73,14 +73,6 @@ def assert_every_member_once_at_its_newest_key(nodes: list[Node], newest: dict[s
                 assert counttree.holds(node, entry.key)
                 placed.setdefault(member, []).append(entry.key)
     assert placed == {member: [k] for member, k in newest.items()}
-
-
-def assert_counts_converged(nodes: list[Node]) -> None:
-    by_id = {counttree.ident(node): node for node in nodes}
-    for node in nodes:
-        if isinstance(node, Inner):
-            for lo, recorded in node.children.items():
-                assert recorded.n == by_id[(node.level - 1, lo)].total, (node, lo)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from devstack.functions import LambdaContext
 from devstack.streams import StreamTail, failure_message
 from podium import counttree, keys, treebuild
 from podium.config import Settings
-from podium.counttree import ROOT, Count, Entry, Inner, Leaf, Node
+from podium.counttree import ROOT, Count, Entry, Inner, Leaf
 from podium.dal import Database, schema
 from podium.dal.streams import QueuedMessage
 from podium.errors import NotFound
@@ -33,7 +33,7 @@ from podium.treereads import TreeReader
 from podium.validation import board_request, member_request
 from podium.wiring import Services
 from tests.helpers import Metered, TickingClock, expected_listing, unique_id, walk
-from tests.treestore import small_nodes
+from tests.treestore import assert_counts_converged, small_nodes
 
 pytestmark = pytest.mark.integration
 
@@ -103,14 +103,6 @@ def assert_tree_counts_the_index(store: Database, board: str, period: str = ALL_
     assert TreeReader(store.tree).count_below(board, period, bounds) == expected
     assert TreeReader(store.tree).count_below(board, period, bounds, consistent=True) == expected
     return listed
-
-
-def assert_counts_converged(nodes: list[Node]) -> None:
-    by_id = {counttree.ident(node): node for node in nodes}
-    for node in nodes:
-        if isinstance(node, Inner):
-            for lo, recorded in node.children.items():
-                assert recorded.n == by_id[(node.level - 1, lo)].total, (node, lo)
 
 
 def expected_rank(scores: dict[str, Decimal], member: str) -> int:
