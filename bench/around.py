@@ -21,7 +21,6 @@ Every answer is checked against a plain sorted list of the loaded scores.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import threading
@@ -32,9 +31,8 @@ from functools import partial
 from typing import Any
 
 from bench import load
-from bench.measure import Recorder, Sample, create_tables, percentile
+from bench.measure import Recorder, Sample, create_tables, dynamodb_endpoint, percentile
 from bench.worst import Model
-from devstack.dynamodb_local import DynamoDBLocal
 from devstack.stack import use_local_credentials
 from podium.dal import Database
 from podium.models import BoardSettings, Page
@@ -156,12 +154,7 @@ def main() -> None:
     import boto3
     from botocore.config import Config
 
-    server = None
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
-    if not endpoint:
-        server = DynamoDBLocal.start()
-        endpoint = server.endpoint
-    try:
+    with dynamodb_endpoint() as endpoint:
         config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=128)
         client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=config)
         quiet = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=config)
@@ -210,9 +203,6 @@ def main() -> None:
                         f"{row['p95Ms']:.0f} |",
                         flush=True,
                     )
-    finally:
-        if server is not None:
-            server.stop()
 
 
 if __name__ == "__main__":

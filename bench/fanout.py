@@ -22,8 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
-from bench.measure import Recorder, Sample, create_tables
-from devstack.dynamodb_local import DynamoDBLocal
+from bench.measure import Recorder, Sample, create_tables, dynamodb_endpoint
 from devstack.stack import use_local_credentials
 from podium import keys
 from podium.dal import Database, codecs, schema
@@ -104,17 +103,11 @@ def main() -> None:
     parser.add_argument("--chunks", default="100,500,1000", help="chunk sizes to measure, comma-separated")
     args = parser.parse_args()
     use_local_credentials()
-    import os
 
     import boto3
     from botocore.config import Config
 
-    server = None
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
-    if not endpoint:
-        server = DynamoDBLocal.start()
-        endpoint = server.endpoint
-    try:
+    with dynamodb_endpoint() as endpoint:
         client = boto3.client(
             "dynamodb",
             endpoint_url=endpoint,
@@ -139,9 +132,6 @@ def main() -> None:
                 f"{row['wcu']:.0f} | {row['seconds']:.2f} | {row['max_seconds']:.2f} | "
                 f"{row['seconds'] / chunk * 1000:.1f} ms |"
             )
-    finally:
-        if server is not None:
-            server.stop()
 
 
 if __name__ == "__main__":

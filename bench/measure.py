@@ -258,3 +258,22 @@ def create_tables(client: Any, prefix: str) -> Settings:
     for name in spec.table_names.values():
         client.get_waiter("table_exists").wait(TableName=name)
     return Settings(table_name=spec.table_names["LeaderboardTable"])
+
+
+@contextmanager
+def dynamodb_endpoint() -> Iterator[str]:
+    """The DynamoDB a bench measures: ``AWS_ENDPOINT_URL_DYNAMODB`` when set, else a
+    DynamoDB Local of its own on a free port, stopped afterwards."""
+    import os
+
+    from devstack.dynamodb_local import DynamoDBLocal
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+    if endpoint:
+        yield endpoint
+        return
+    server = DynamoDBLocal.start()
+    try:
+        yield server.endpoint
+    finally:
+        server.stop()
