@@ -133,10 +133,9 @@ class Counting:
         self.index = index
         self.tree = tree
 
-    def reads_index(
-        self, board: Board, period: str, partitions: list[str], bounds: list[str], total: int
-    ) -> bool:
-        """Whether a count of ``bounds`` reads the index rather than the tree: on a board
+    @staticmethod
+    def reads_index(board: Board, total: int) -> bool:
+        """Whether a count reads the index rather than the tree: on a board
         whose tree is not whole (made before trees and not built yet), and on a small board
         (``COUNT_INDEX_UP_TO``), whose every entry read once costs little (at most about 75
         RCU, 2,048 entries on 100 shards) and shows a write at once, where the tree shows it
@@ -176,7 +175,7 @@ class Counting:
         cost the same) when the index is counted, and keeps them (``Counted.seen``)."""
         shards = len(partitions)
         entry = cost.entry_bytes(board.board_id, period, partitions[0], bounds)
-        if self.reads_index(board, period, partitions, bounds, total):
+        if self.reads_index(board, total):
             return self.from_top(partitions, bounds, entry, keep=keep)
         budget = cost.READ_BOUND if budget is None else budget
         if consistent and cost.spread_units(total, shards, entry) <= budget:
@@ -251,7 +250,7 @@ def listing_near(
             position, after = bisect_left(listing, key), bisect_right(listing, key)
             return Near(position, Seen(None, listing[:position]), listing[after : after + 2 * radius + 1])
     index = counting.index
-    if counting.reads_index(board, period, partitions, [key], total):
+    if counting.reads_index(board, total):
         counted, below = fanout.together(
             lambda: counting.below(board, period, partitions, [key], total, keep=True),
             lambda: nearest(index, partitions, key, 2 * radius, above=False),
