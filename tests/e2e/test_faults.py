@@ -373,6 +373,11 @@ def test_under_faults_every_acknowledged_write_is_applied_once_and_every_refused
     # When 8 clients write at once while DynamoDB throttles, fails, drops and lags
     fault_proxy.set(FAULTS)
     tally = run_clients(boards, members, ledgers)
+    # (the faults stay on until the stream's reads have met one too: they are drawn at
+    # random, and the stream may have polled little while the clients ran)
+    give_up = time.monotonic() + 30
+    while not fault_proxy.injected(operation="GetRecords") and time.monotonic() < give_up:
+        time.sleep(0.2)
     fault_proxy.clear()
 
     # Then the faults happened, of every kind, the stream's reads too, and most writes got through
