@@ -9,7 +9,6 @@ retries. Listings that come a page at a time have a page method (``top``,
 
 from __future__ import annotations
 
-import enum
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
@@ -52,13 +51,6 @@ Page = TypeVar("Page", bound=_Paged)
 Item = TypeVar("Item")
 
 
-class _Unset(enum.Enum):
-    UNSET = 0
-
-
-UNSET = _Unset.UNSET  # "leave this setting as it is", where None already means something
-
-
 def _segment(identifier: str) -> str:
     # Ids cannot hold "/" (docs/api.md), but a caller's typo must not reach another route.
     return quote(identifier, safe=":@~")
@@ -80,7 +72,7 @@ def _params(**given: str | int | bool | None) -> dict[str, str]:
 
 
 def _board_body(**settings: Any) -> dict[str, Any]:
-    body = {name: value for name, value in settings.items() if value is not None and value is not UNSET}
+    body = {name: value for name, value in settings.items() if value is not None}
     if isinstance(body.get("limits"), Limits):
         body["limits"] = body["limits"].to_json()
     if "rollupTo" in body:
@@ -144,7 +136,7 @@ class PodiumClient:
         reset: str | None = None,
         retain_periods: int | None = None,
         rollup_to: Iterable[str] | None = None,
-        title: str | _Unset | None = UNSET,
+        title: str | None = None,
         client_writes: bool | None = None,
         public_read: bool | None = None,
         limits: Limits | None = None,
@@ -175,7 +167,7 @@ class PodiumClient:
         self,
         board_id: str,
         *,
-        title: str | _Unset | None = UNSET,
+        title: str | None = None,
         client_writes: bool | None = None,
         public_read: bool | None = None,
         limits: Limits | None = None,
