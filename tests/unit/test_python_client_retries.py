@@ -199,6 +199,15 @@ def test_a_retried_batch_of_events_keeps_the_ids_it_was_given() -> None:
     assert first["events"][0]["eventId"]
 
 
+def test_events_sent_without_ids_on_request_are_not_sent_again_once_they_may_have_arrived() -> None:
+    client, seen = client_of(answers(httpx.ReadTimeout("slow"), answer(202, {"accepted": 1})))
+
+    with pytest.raises(TransportError):
+        client.log_events("b", [Event("m", 1)], assign_ids=False)
+
+    assert seen.bodies() == [{"events": [{"memberId": "m", "value": 1}]}]
+
+
 @pytest.mark.parametrize(
     ("status", "body", "error"),
     [

@@ -349,19 +349,23 @@ class PodiumClient:
 
     # -- events ----------------------------------------------------------------------------
 
-    def log_events(self, board_id: str, events: Iterable[Event]) -> int:
+    def log_events(self, board_id: str, events: Iterable[Event], *, assign_ids: bool = True) -> int:
         """``POST .../events``; the number accepted. Each event without an ``event_id`` gets
-        a new uuid4 here, so that a batch resent after a lost answer is counted once."""
-        batch = [
-            {
-                "memberId": event.member_id,
-                "value": event.value,
-                "eventId": event.event_id or str(uuid.uuid4()),
-            }
-            for event in events
-        ]
-        answer = self._json(Call("POST", f"/boards/{_segment(board_id)}/events", body={"events": batch}))
-        return int(answer["accepted"])
+        a new uuid4 here, so that a batch resent after a lost answer is counted once.
+        ``assign_ids=False`` sends such events without one: a fresh read can then count
+        more of them (docs/api.md), but a batch whose answer was lost is not sent again."""
+        batch = []
+        for event in events:
+            event_id = event.event_id or (str(uuid.uuid4()) if assign_ids else None)
+            sent: dict[str, Any] = {"memberId": event.member_id, "value": event.value}
+            if event_id is not None:
+                sent["eventId"] = event_id
+            batch.append(sent)
+        repeatable = all("eventId" in sent for sent in batch)
+        call = Call(
+            "POST", f"/boards/{_segment(board_id)}/events", body={"events": batch}, repeatable=repeatable
+        )
+        return int(self._json(call)["accepted"])
 
     # -- rivals and notifications ----------------------------------------------------------
 
