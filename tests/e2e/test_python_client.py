@@ -4,8 +4,12 @@ rankings answer compared with a plain sorted list of the scores written."""
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +31,9 @@ from tests.helpers import assert_equal, eventually, expected_listing, unique_id
 from tests.messaging import LocalStack
 
 pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL_API = "http://127.0.0.1:3000"
 
 TIMEOUT = 30.0
 # Ties, decimals and a negative score: the listing's order and shared ranks have work to do.
@@ -261,3 +268,30 @@ def test_tokens_roles_and_limits(auth_stack: LocalStack, admin: PodiumClient) ->
         assert refused.value.code == "Unauthorized"
     with PodiumClient(auth_stack.url, timeout=TIMEOUT) as anonymous, pytest.raises(Unauthorized):
         anonymous.list_boards()
+
+
+def example_and_output(markdown: Path) -> tuple[str, str]:
+    """The first ```python block of the file, and the ```text block that follows it (a
+    paragraph between, no other block)."""
+    found = re.search(
+        r"```python\n(.*?)```\n(?:[^`]*\n)?```text\n(.*?)```", markdown.read_text(encoding="utf-8"), re.S
+    )
+    assert found, f"{markdown.name} has no python example followed by its output"
+    return found.group(1), found.group(2)
+
+
+def test_the_documented_example_prints_what_the_docs_show(auth_stack: LocalStack) -> None:
+    # Given the example of docs/client.md, which the README shows too
+    example, output = example_and_output(ROOT / "docs" / "client.md")
+    assert example_and_output(ROOT / "README.md") == (example, output)
+    assert LOCAL_API in example
+
+    # When it runs against a stack that checks tokens as make run does, twice
+    printed = []
+    for _ in range(2):
+        with redirect_stdout(io.StringIO()) as out:
+            exec(compile(example.replace(LOCAL_API, auth_stack.url), "docs/client.md", "exec"), {})
+        printed.append(out.getvalue())
+
+    # Then it prints what the docs say, each time
+    assert printed == [output, output]

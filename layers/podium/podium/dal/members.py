@@ -395,10 +395,8 @@ class Members:
         was listed (a submission that landed first) is listed again."""
         pk = schema.member_pk(board_id, member_id)
         for _ in range(16):
-            # One consistent query: the profile, then the scores and rivals read after it
-            # (MEMBER < RIVALS < SCORE#). The records of Idempotency-Keys (KEY#) sort before
-            # the profile, so the profile is found by its key, not taken as the first item:
-            # a member that had made a keyed submission was otherwise left ranked.
+            # One consistent query: the profile, then its scores and rivals read after it
+            # (MEMBER < RIVALS < SCORE#); Idempotency-Key records (KEY#) sort before it.
             request: dict[str, Any] = {
                 "KeyConditionExpression": "pk = :p",
                 "ExpressionAttributeValues": {":p": {"S": pk}},
