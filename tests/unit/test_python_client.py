@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from podium_client import Board, Entry, Event, Limits, NotModified, PodiumClient, TopPage
-from tests.client_fakes import BOARD, MEMBER, Handler, answer, client_of
+from tests.client_fakes import BOARD, MEMBER, Handler, Recorder, answer, client_of
 
 
 def test_create_board_sends_the_settings_given_and_reads_the_board() -> None:
@@ -286,3 +286,19 @@ def test_update_board_repeats_the_fixed_settings_it_read() -> None:
         "title": "Renamed",
         "limits": {},
     }
+
+
+def test_a_deployed_apis_stage_path_is_kept_and_ids_are_one_path_segment() -> None:
+    # Given a client of a deployed API, whose ApiUrl ends with its stage
+    recorder = Recorder(lambda request: answer(200, MEMBER))
+    client = PodiumClient(
+        "https://abc.execute-api.us-east-1.amazonaws.com/dev/", transport=httpx.MockTransport(recorder)
+    )
+
+    # When a member is read, then the route goes under the stage, each id one segment
+    client.get_member("images", "user@example.com:1")
+    client.get_member("images", "a/../../x")
+    assert [r.url.raw_path for r in recorder.requests] == [
+        b"/dev/boards/images/members/user@example.com:1",
+        b"/dev/boards/images/members/a%2F..%2F..%2Fx",
+    ]
