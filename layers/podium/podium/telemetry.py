@@ -18,7 +18,8 @@ route), with the dimension ``AccessPattern``, the route as API Gateway names it
 
 Per head the aggregator writes (``note_head_lag``): ``HeadLag``, the milliseconds from the
 oldest score change the write applies to the write, that is, how long the head (which
-serves a first page of ``top``) showed the board without that change.
+serves a first page of ``top``) showed the board without that change; no dimension but
+``service`` (one per board would make a metric, and a bill, per board).
 
 The stream consumers also count their records (``StreamRecordsAggregated``,
 ``StreamRecordsNotified``, ``podium.stream.entrypoint``), the snapshot job its snapshots
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
-from podium.log import logger, metrics
+from podium.log import logger
 
 if TYPE_CHECKING:
     from podium.dal.usage import Usage
@@ -56,25 +57,41 @@ def access_pattern(event: Mapping[str, Any]) -> str:
 
 
 def publish_request(pattern: str, status: int, used: Usage) -> None:
-    """One EMF line for one request. It has a metric set of its own, not the shared
-    ``metrics`` (whose flush follows the invocation): the local stack serves requests of
-    many routes at once in one process, and their dimensions must not mix. A failure to
-    publish is logged, never answered: the request's answer does not depend on it."""
-    try:
-        line = AmazonCloudWatchEMFProvider()
-        line.add_dimension(ACCESS_PATTERN, pattern)
-        line.add_metric(CONSUMED_RCU, MetricUnit.Count, used.read_units)
-        line.add_metric(CONSUMED_WCU, MetricUnit.Count, used.write_units)
-        line.add_metric(ITEMS_READ, MetricUnit.Count, used.items_read)
-        line.add_metric(SERVER_ERROR, MetricUnit.Count, int(status >= 500))
-        line.add_metric(CLIENT_ERROR, MetricUnit.Count, int(400 <= status < 500))
-        line.flush_metrics()
-    except Exception:  # a metric is never worth a failed request
-        logger.exception("could not publish the request's metrics")
+    """One EMF line for one request, with its route as ``AccessPattern``."""
+    _publish(
+        {
+            CONSUMED_RCU: used.read_units,
+            CONSUMED_WCU: used.write_units,
+            ITEMS_READ: used.items_read,
+            SERVER_ERROR: int(status >= 500),
+            CLIENT_ERROR: int(400 <= status < 500),
+        },
+        MetricUnit.Count,
+        {ACCESS_PATTERN: pattern},
+    )
 
 
 def note_head_lag(lag: timedelta) -> None:
-    """How stale a head was when the aggregator wrote it; flushed with the invocation's
-    other metrics (``podium.stream.entrypoint``). A clock behind the write's counts as 0."""
+    """One EMF line for one head the aggregator wrote: how stale it was. A clock behind the
+    write's counts as 0."""
     milliseconds = max(0.0, lag.total_seconds() * 1000)
-    metrics.add_metric(name=HEAD_LAG, unit=MetricUnit.Milliseconds, value=round(milliseconds, 3))
+    _publish({HEAD_LAG: round(milliseconds, 3)}, MetricUnit.Milliseconds)
+
+
+def _publish(
+    values: Mapping[str, float], unit: MetricUnit, dimensions: Mapping[str, str] | None = None
+) -> None:
+    """Print one EMF line now, from a metric set of its own rather than the shared
+    ``metrics`` (whose flush follows the invocation, and whose state every Metrics object
+    of the process shares): the local stack runs many functions at once in one process,
+    and their lines must neither mix nor race. A failure to publish is logged, never
+    raised: no answer and no stream batch depends on a metric."""
+    try:
+        line = AmazonCloudWatchEMFProvider()
+        for dimension, value in (dimensions or {}).items():
+            line.add_dimension(dimension, value)
+        for metric, number in values.items():
+            line.add_metric(metric, unit, number)
+        line.flush_metrics()
+    except Exception:  # a metric is never worth a failed request
+        logger.exception("could not publish metrics", extra={"metrics": sorted(values)})
