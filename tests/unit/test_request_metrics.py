@@ -140,3 +140,18 @@ def test_a_head_write_publishes_how_long_the_head_lagged_its_oldest_change(
     expected = (now - datetime.fromtimestamp(min(changed) / 1_000_000, UTC)) / timedelta(milliseconds=1)
     assert one_value(emf_metrics(capsys.readouterr().out), telemetry.HEAD_LAG) == pytest.approx(expected)
     assert expected > 1500  # the oldest change, not the newest
+
+
+def test_request_metrics_off_prints_no_line(
+    invoke: Invoke, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a stack deployed with RequestMetrics=off
+    board = a_board(1, {"a": 1})
+    monkeypatch.setenv("REQUEST_METRICS", "off")
+    podium.wiring.reset()
+    capsys.readouterr()
+    # When a request is answered
+    response = invoke("top", board)
+    # Then it prints no metrics: its log holds no EMF line
+    assert response["statusCode"] == 200, response["body"]
+    assert emf_metrics(capsys.readouterr().out) == []
