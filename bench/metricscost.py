@@ -10,6 +10,7 @@ out from the code and the template rather than estimated by hand.
   ingesting it costs a month at the given request rate.
 - What API Gateway's per-method metrics (``ApiDetailedMetrics=true``) would add: its
   metrics for each method of the template's routes.
+- The dashboard itself, and how many metric rows it draws.
 
 Prices are AWS's published list prices in us-east-1 (2026), in ``PRICES``: check them for
 your region before relying on the totals.
@@ -22,6 +23,7 @@ import contextlib
 import io
 import json
 import os
+import re
 from dataclasses import dataclass
 
 from devstack import template
@@ -33,6 +35,7 @@ SECONDS_A_MONTH = 30 * 24 * 3600
 class Prices:
     metric_month: float = 0.30  # a custom metric a month (the first 10,000 of the account)
     log_gigabyte: float = 0.50  # ingesting 1 GB of log (Lambda's logs: the first 10 TB a month)
+    dashboard_month: float = 3.00  # a dashboard a month (the free tier's three hold 50 metrics each)
 
 
 PRICES = Prices()
@@ -48,6 +51,7 @@ class Costs:
     metrics_per_request: int
     line_bytes: float  # the mean over the routes
     requests_per_second: float
+    dashboard_metrics: int = 0  # the metric rows the dashboard draws
 
     @property
     def added_metrics(self) -> int:
@@ -96,12 +100,19 @@ def request_lines(routes: list[template.Route]) -> list[str]:
     return lines
 
 
+def dashboard_rows() -> int:
+    """The metric rows of the template's dashboard (its ``!Sub`` variables made up)."""
+    body = template.load()["Resources"]["PodiumDashboard"]["Properties"]["DashboardBody"]
+    widgets = json.loads(re.sub(r"\$\{[^}]+\}", "x", str(body.value)))["widgets"]
+    return sum(len(widget["properties"].get("metrics", [])) for widget in widgets)
+
+
 def costs(requests_per_second: float) -> tuple[Costs, list[str]]:
     routes = template.read().routes()
     lines = request_lines(routes)
     per_request = len(json.loads(lines[0])["_aws"]["CloudWatchMetrics"][0]["Metrics"])
     mean = sum(len(line.encode()) for line in lines) / len(lines)  # each with its newline
-    return Costs(len(routes), per_request, mean, requests_per_second), lines
+    return Costs(len(routes), per_request, mean, requests_per_second, dashboard_rows()), lines
 
 
 def report(found: Costs) -> str:
@@ -118,6 +129,7 @@ def report(found: Costs) -> str:
             f"  at {rps} requests/s: {found.log_gigabytes_month:,.1f} GB a month, ${found.log_month:,.2f}",
             f"API Gateway per-method metrics (ApiDetailedMetrics=true): {found.api_method_metrics} "
             f"({found.routes} methods x {API_METHOD_METRICS}): ${found.api_method_month:,.2f} a month",
+            f"the dashboard: {found.dashboard_metrics} metric rows, ${PRICES.dashboard_month:.2f} a month",
         ]
     )
 

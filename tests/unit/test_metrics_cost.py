@@ -3,6 +3,8 @@ lines the requests really print, priced as it says."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bench import metricscost
@@ -30,3 +32,11 @@ def test_the_cost_counts_each_routes_line_as_a_request_prints_it() -> None:
     month_gb = found.line_bytes * 1000 * 30 * 24 * 3600 / 1e9
     assert found.log_month == pytest.approx(month_gb * metricscost.PRICES.log_gigabyte)
     assert found.api_method_month == pytest.approx(len(routes) * 7 * metricscost.PRICES.metric_month)
+
+
+def test_the_dashboards_rows_are_counted() -> None:
+    # Given the dashboard's body as written: each metric row starts with its namespace
+    body = str(template.load()["Resources"]["PodiumDashboard"]["Properties"]["DashboardBody"].value)
+    written = len(re.findall(r'\[\s*"(?:AWS/[A-Za-z]+|Podium)"\s*,', body))
+    # Then the cost counts as many
+    assert metricscost.costs(1)[0].dashboard_metrics == written > 100
