@@ -35,7 +35,8 @@ SECONDS_A_MONTH = 30 * 24 * 3600
 class Prices:
     metric_month: float = 0.30  # a custom metric a month (the first 10,000 of the account)
     log_gigabyte: float = 0.50  # ingesting 1 GB of log (Lambda's logs: the first 10 TB a month)
-    dashboard_month: float = 3.00  # a dashboard a month (the free tier's three hold 50 metrics each)
+    dashboard_month: float = 3.00  # a dashboard a month
+    api_million_requests: float = 3.50  # API Gateway REST requests, the first 333 million a month
 
 
 PRICES = Prices()
@@ -125,7 +126,8 @@ def report(found: Costs) -> str:
             f"${found.metrics_month:,.2f} a month at ${PRICES.metric_month:.2f} a metric",
             f"EMF line of a request: {found.line_bytes:,.0f} bytes on average over the routes",
             f"  its log: ${found.log_per_million_requests:,.2f} per million requests "
-            f"at ${PRICES.log_gigabyte:.2f} a GB ingested",
+            f"at ${PRICES.log_gigabyte:.2f} a GB ingested "
+            f"(API Gateway: ${PRICES.api_million_requests:.2f} per million REST requests)",
             f"  at {rps} requests/s: {found.log_gigabytes_month:,.1f} GB a month, ${found.log_month:,.2f}",
             f"API Gateway per-method metrics (ApiDetailedMetrics=true): {found.api_method_metrics} "
             f"({found.routes} methods x {API_METHOD_METRICS}): ${found.api_method_month:,.2f} a month",
