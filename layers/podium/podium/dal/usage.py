@@ -32,12 +32,10 @@ class Usage:
     read_units: float = 0.0
     write_units: float = 0.0
     items_read: int = 0
-    requests: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, operation: str, units: float, items_read: int) -> None:
         with self._lock:  # fan-out threads of one request add at once
-            self.requests += 1
             self.items_read += items_read
             if operation in READ_OPERATIONS:
                 self.read_units += units
