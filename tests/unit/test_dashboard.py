@@ -168,7 +168,9 @@ def test_the_widgets_fit_the_grid_without_overlapping() -> None:
 
 
 def test_the_dashboard_is_named_after_its_stack_and_region() -> None:
+    # Given the dashboard's name as written (a dashboard's name is unique in the account)
     name = resources()[DASHBOARD]["Properties"]["DashboardName"]
+    # Then it renders to the stack's name and region
     assert isinstance(name, template._Tag)
     assert name.tag == "Sub"
     assert SUB_VARIABLE.sub(lambda found: fake(found.group(1)), name.value) == "fake-stack-xx-fake-1"
@@ -235,13 +237,15 @@ def test_every_aws_metric_names_a_resource_of_the_template() -> None:
 
 
 def test_the_alarms_widget_shows_every_alarm_of_the_template() -> None:
-    shown = [
+    # Given the alarm widgets' ARNs, each a made-up value naming an alarm
+    on_dashboard = [
         referenced(arn)
         for widget in dashboard()["widgets"]
         if widget["type"] == "alarm"
         for arn in widget["properties"]["alarms"]
     ]
-    assert sorted(shown) == sorted((alarm, "Arn") for alarm in of_type("AWS::CloudWatch::Alarm"))
+    # Then they are every alarm of the template, once each
+    assert sorted(on_dashboard) == sorted((alarm, "Arn") for alarm in of_type("AWS::CloudWatch::Alarm"))
 
 
 # -- every metric of the service's namespace is one the code emits --------------------------
@@ -309,22 +313,31 @@ def test_every_metric_of_the_apps_namespace_is_one_the_code_emits(emitted: list[
 # -- what an operator must see ---------------------------------------------------------------
 
 
+def service() -> dict[str, str]:
+    """The dimension Powertools adds to the service's own metrics."""
+    variables = document()["Globals"]["Function"]["Environment"]["Variables"]
+    return {"service": str(variables["POWERTOOLS_SERVICE_NAME"])}
+
+
 def shown(namespace: str, name: str, **dimensions: str) -> set[str]:
-    """The statistics the dashboard draws of a metric with these dimensions (among others)."""
+    """The statistics the dashboard draws of a metric with exactly these dimensions."""
     return {
         row.stat
         for row in rows()
-        if (row.namespace, row.name) == (namespace, name) and dimensions.items() <= row.dimension_map.items()
+        if (row.namespace, row.name, row.dimension_map) == (namespace, name, dimensions)
     }
 
 
 @pytest.mark.parametrize("route", routes(), ids=lambda r: f"{r.method} {r.path}")
 def test_each_route_has_its_requests_latency_errors_and_cost(route: template.Route) -> None:
+    # Given a route, served by a function of its own
     function = fake(route.function)
+    # Then its requests, its latency's p50 and p99 and its crashes are drawn
     assert "Sum" in shown("AWS/Lambda", "Invocations", FunctionName=function)
     assert {"p50", "p99"} <= shown("AWS/Lambda", "Duration", FunctionName=function)
     assert "Sum" in shown("AWS/Lambda", "Errors", FunctionName=function)
-    pattern = {telemetry.ACCESS_PATTERN: f"{route.method} {route.path}"}
+    # and its error answers and the units its requests consumed, under its access pattern
+    pattern = {telemetry.ACCESS_PATTERN: f"{route.method} {route.path}", **service()}
     for metric in (
         telemetry.SERVER_ERROR,
         telemetry.CLIENT_ERROR,
@@ -335,14 +348,17 @@ def test_each_route_has_its_requests_latency_errors_and_cost(route: template.Rou
 
 
 def test_the_api_throttles_streams_queues_and_head_lag_are_shown() -> None:
-    api = {"ApiName": PSEUDO["AWS::StackName"]}
+    # Given the template's API, functions, tables, stream consumers and queues
+    # Then the API's requests, errors and latency are drawn
+    properties = resources()["PodiumApi"]["Properties"]
+    api = {"ApiName": resolve(properties["Name"]), "Stage": resolve(properties["StageName"])}
     for metric in ("Count", "4XXError", "5XXError"):
         assert "Sum" in shown("AWS/ApiGateway", metric, **api)
     assert {"p50", "p99"} <= shown("AWS/ApiGateway", "Latency", **api)
-    # the items a top reads, and what the reads of the ranking routes cost
-    top = {telemetry.ACCESS_PATTERN: Route.TOP.value}
+    # and the items a top reads
+    top = {telemetry.ACCESS_PATTERN: Route.TOP.value, **service()}
     assert {"p50", "p99"} <= shown(app_namespace(), telemetry.ITEMS_READ, **top)
-    # throttling: every function, the table and each index, each operation
+    # and throttling: every function, the table and each of its indexes, each operation
     for function in of_type("AWS::Serverless::Function"):
         assert "Sum" in shown("AWS/Lambda", "Throttles", FunctionName=fake(function)), function
     for table in of_type("AWS::DynamoDB::Table"):
@@ -356,10 +372,10 @@ def test_the_api_throttles_streams_queues_and_head_lag_are_shown() -> None:
             if row.name == "ThrottledRequests" and row.dimension_map["TableName"] == fake(table)
         }
         assert throttled == table_operations()
-    # the streams: each consumer's iterator age, the failure queues' depth, the head's lag
+    # and the streams: each consumer's iterator age, each queue's depth, the head's lag
     for consumer in template.read().stream_consumers():
         assert "Maximum" in shown("AWS/Lambda", "IteratorAge", FunctionName=fake(consumer.function))
     for queue in of_type("AWS::SQS::Queue"):
         visible = shown("AWS/SQS", "ApproximateNumberOfMessagesVisible", QueueName=fake(f"{queue}.QueueName"))
         assert "Maximum" in visible, queue
-    assert {"p50", "p99"} <= shown(app_namespace(), telemetry.HEAD_LAG)
+    assert {"p50", "p99"} <= shown(app_namespace(), telemetry.HEAD_LAG, **service())
