@@ -123,6 +123,12 @@ load: setup $(VENV)/.load-installed ## A bounded load on a local stack of its ow
 bench-fanout: setup ## What one notifier invocation costs when a popular member's change is told in chunks (docs/streams.md): make bench-fanout ARGS="--followers 2000 --chunks 100,500,1000"
 	$(PY) -m bench.fanout $(ARGS)
 
+RPS ?= 100
+
+.PHONY: metrics-cost
+metrics-cost: setup ## What the service's own CloudWatch metrics cost a month at RPS requests/s (docs/observability.md): make metrics-cost RPS=1000
+	$(PY) -m bench.metricscost --requests-per-second $(RPS)
+
 bench-around: setup ## What around costs next to rank, one request at a time and under load in one process (docs/performance.md): make bench-around ARGS="--members 3000 --shards 3,10"
 	$(PY) -m bench.around $(ARGS)
 

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from devstack.apidocs import ApiDocs
 from devstack.functions import FunctionPool
 from devstack.issuer import PREFIX as ISSUER_PREFIX
 from devstack.issuer import LocalIssuer
@@ -180,10 +181,12 @@ class Gateway:
         consumers: Mapping[str, Pausable] | None = None,
         edge: EdgeAuth | None = None,
         issuer: LocalIssuer | None = None,
+        docs: ApiDocs | None = None,
     ) -> None:
         self.routes = routes
         self.edge = edge
         self.issuer = issuer
+        self.docs = docs  # Swagger UI at /docs: the local stack's own, as the issuer is
         self.clock: ControllableClock | None = None
         self.consumers = consumers if os.environ.get(TEST_CONTROLS) == "1" else None
         if os.environ.get(TEST_CONTROLS) == "1":
@@ -264,6 +267,8 @@ class Gateway:
             answer = self.issuer.handle(method, path, body)
             if answer is not None:
                 return answer
+        if self.docs is not None and (docs := self.docs.handle(method, path, headers)) is not None:
+            return docs
         found = self.match(method, path)
         if found is None:
             return _error(404, "NotFound", f"no route for {method} {path}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from devstack import template as template_module
+from devstack.apidocs import ApiDocs
 from devstack.dynamodb_local import DynamoDBLocal
 from devstack.gateway import TEST_CONTROLS, ApiServer, EdgeAuth, Gateway
 from devstack.issuer import LocalIssuer
@@ -190,6 +191,7 @@ class Stack:
         gateway = Gateway(spec.routes())
         self.api = ApiServer(gateway, self.host, self.port, self.verbose)
         self.issuer = gateway.issuer = LocalIssuer(self.url)
+        gateway.docs = ApiDocs(self.url, auth=self.auth)
         if self.auth:
             gateway.edge = EdgeAuth(spec.authorizers(), spec.gateway_responses())
         # The functions run in this process: their boto3 clients find SNS and SQS through
@@ -278,6 +280,7 @@ class Stack:
 def serve_forever(stack: Stack) -> None:
     stack.start()
     print(f"Podium API on {stack.url}  (Ctrl-C stops everything)", flush=True)
+    print(f"API docs (Swagger UI): {stack.url}/docs", flush=True)
     if stack.auth:
         print(
             f"Tokens required: `make token ROLE=admin` (or POST {stack.url}/_local/token); "

@@ -38,6 +38,9 @@ class Settings:
     auth_audiences: tuple[str, ...] = ()
     auth_member_claim: str = "sub"
     auth_jwks_url: str = ""  # empty: the issuer's OpenID configuration names it
+    # Each API request's metrics line (podium.telemetry): REQUEST_METRICS=off saves its log
+    # (docs/observability.md, "Cost") and leaves the dashboard's per-route cost widgets empty.
+    request_metrics: bool = True
     # Signs cursors (podium.cursors). The stack's secret in AWS; without one, a key of this
     # process's own: its cursors are then valid only in the instance that made them.
     cursor_key: str = ""
@@ -87,6 +90,7 @@ class Settings:
             auth_member_claim=os.environ.get("AUTH_MEMBER_CLAIM") or "sub",
             auth_jwks_url=os.environ.get("AUTH_JWKS_URL", ""),
             cursor_key=os.environ.get("CURSOR_KEY", ""),
+            request_metrics=_switch("REQUEST_METRICS"),
         )
 
 

@@ -1,11 +1,16 @@
 """The thread pool that fans a read out: a board's shard queries, the chunks of a batched
 read. One pool per process, as big as the most shards a board has, so that a round of shard
-queries takes one round trip."""
+queries takes one round trip.
+
+Each task runs in a copy of the caller's context (``contextvars``), as if the caller ran
+it: what the request measures of its DynamoDB use (``podium.dal.usage``) counts the
+requests its threads send too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from functools import cache
 from typing import Any, TypeVar, overload
 
@@ -24,7 +29,9 @@ def gather(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """Run ``function`` over ``items`` concurrently (the scatter of scatter-gather), in order."""
     if len(items) <= 1:
         return [function(item) for item in items]
-    return list(_pool().map(function, items))
+    # one copy per task: a context runs in one thread at a time
+    contexts = [copy_context() for _ in items]
+    return list(_pool().map(lambda context, item: context.run(function, item), contexts, items))
 
 
 @cache
@@ -50,5 +57,5 @@ def together(
 def together(first: Callable[[], Any], *others: Callable[[], Any]) -> tuple[Any, ...]:
     """Run reads at once, each of which may fan out on the main pool itself (so the others
     run on a small pool of their own); their answers in order."""
-    pending = [_side_pool().submit(other) for other in others]
+    pending = [_side_pool().submit(copy_context().run, other) for other in others]
     return (first(), *(future.result() for future in pending))

@@ -222,11 +222,21 @@ LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 def entrypoint(app: Resolver, *, with_metrics: bool = False) -> LambdaHandler:
-    """The function's handler: structured logs with the Lambda context, and (for the
-    functions that publish metrics) a flush of the metrics after each invocation."""
+    """The function's handler: structured logs with the Lambda context, the request's
+    metrics (what its DynamoDB requests consumed and read, and whether it answered an
+    error: ``podium.telemetry``; unless REQUEST_METRICS=off), and (for the functions that
+    publish metrics of their own) a flush of those after each invocation."""
+    from podium import telemetry
+    from podium.config import settings
+    from podium.dal import usage
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return app.resolve(event, context)
+        if not settings().request_metrics:
+            return app.resolve(event, context)
+        with usage.measuring() as used:
+            result = app.resolve(event, context)
+        telemetry.publish_request(telemetry.access_pattern(event), int(result["statusCode"]), used)
+        return result
 
     handler: LambdaHandler = lambda_handler
     if with_metrics:

@@ -18,7 +18,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from podium import fanout
 from podium.config import Settings
-from podium.dal import schema
+from podium.dal import schema, usage
 from podium.errors import (
     AlreadyApplied,
     ItemMissing,
@@ -174,11 +174,12 @@ DYNAMODB_ATTEMPTS = 5
 
 
 def watched(client: DynamoDBClient) -> DynamoDBClient:
-    """``client``, telling ``note_attempt`` of every attempt it makes (a test's stand-in
-    without botocore's events is left as it is)."""
+    """``client``, telling ``note_attempt`` of every attempt it makes and ``usage`` of what
+    each request consumed (a test's stand-in without botocore's events is left as it is)."""
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is not None:
         events.register("needs-retry.dynamodb", note_attempt, unique_id="podium-note-attempt")
+        usage.attach(client)
     return client
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
-from podium import fanout, keys, periods, treebuild
+from podium import fanout, keys, periods, telemetry, treebuild
 from podium import head as heads
 from podium.counttree import BELOW_EVERY_KEY, Change, Entry, Version
 from podium.indexreads import top_keys
@@ -112,8 +112,14 @@ class RankUpkeep:
             if self.structures.put_head(
                 board_id, period, heads.to_item(head), self._expires(board_id, period)
             ):
+                self._note_lag(changes)
                 return
         raise RuntimeError(f"the head of {board_id} is contended: retrying the batch")
+
+    def _note_lag(self, changes: Sequence[ScoreRecord]) -> None:
+        """How long the head showed the board without the oldest of the changes it took."""
+        oldest = min(change.changed_us for change in changes)
+        telemetry.note_head_lag(self.clock() - datetime.fromtimestamp(oldest / 1_000_000, UTC))
 
     def refilled(self, board_id: str, period: str, version: int) -> heads.Head:
         found = self.index_head(board_id, period, heads.LADDER_REACH)
