@@ -78,7 +78,8 @@ HOW_TO_AUTHENTICATE = (
 def run(argv: list[str] | None = None, prog_name: str = "podium") -> int:
     """Run the command line; the exit status."""
     try:
-        app(args=argv, prog_name=prog_name, standalone_mode=False)
+        # Outside click's standalone mode a command's typer.Exit comes back as the status.
+        status = app(args=argv, prog_name=prog_name, standalone_mode=False)
     except click.exceptions.Exit as done:
         return done.exit_code
     except click.ClickException as usage:
@@ -96,7 +97,7 @@ def run(argv: list[str] | None = None, prog_name: str = "podium") -> int:
     except PodiumClientError as error:  # the API could not be reached
         errors.print(f"error: {error}", markup=False)
         return 1
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 def main() -> None:

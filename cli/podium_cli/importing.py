@@ -4,6 +4,7 @@ resumable after an interruption from the checkpoint next to the file."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -15,7 +16,7 @@ import podium_client
 from podium_cli.checkpoint import Checkpoint, ImportKey, default_path
 from podium_cli.connection import ApiOption, TokenOption, admin_client, api_url
 from podium_cli.importer import Importer, ImportResult, LineRefused
-from podium_cli.output import console, errors, print_json
+from podium_cli.output import console, errors, print_line
 from podium_cli.progress import progress_bar
 from podium_cli.readers import FORMATS, FileError, format_of, read_records
 
@@ -110,8 +111,8 @@ def import_command(
 def report(result: ImportResult, checkpoint: Checkpoint, as_json: bool) -> None:
     """The summary, then the exit status: 0 when every line was imported, 1 when lines were
     skipped or the import failed, 130 when it was interrupted."""
-    if as_json:
-        print_json(summary_json(result, checkpoint))
+    if as_json:  # counts and seconds, no score: the standard encoder is right
+        print_line(json.dumps(summary_json(result, checkpoint)))
     else:
         print_summary(result, checkpoint)
     if result.interrupted:
@@ -137,7 +138,7 @@ def summary_json(result: ImportResult, checkpoint: Checkpoint) -> dict[str, Any]
 
 def print_summary(result: ImportResult, checkpoint: Checkpoint) -> None:
     for bad in result.bad_lines[:BAD_LINES_SHOWN]:
-        errors.print(f"line {bad.line}: {bad.reason}", markup=False)
+        errors.print(f"line {bad.line}: {bad.reason}", markup=False, soft_wrap=True)
     if len(result.bad_lines) > BAD_LINES_SHOWN:
         errors.print(f"... and {len(result.bad_lines) - BAD_LINES_SHOWN:,} more bad lines")
     earlier = f"; {result.skipped_done:,} done by an earlier run" if result.skipped_done else ""

@@ -9,7 +9,7 @@ CSV: a header line, then one member a row. ``memberId`` and ``score`` are requir
 columns; ``data`` (a JSON object) is optional; ``rank`` (what ``podium export`` writes) is
 ignored; every other column becomes a field of the member's data, as text, and an empty
 cell leaves its field out. JSON Lines: one object a line, ``{"memberId": ..., "score":
-..., "data": {...}}``, ``data`` optional; blank lines are skipped.
+..., "data": {...}}``, ``data`` optional, ``rank`` ignored; blank lines are skipped.
 
 Numbers are exact: a score and the numbers in ``data`` are read as ``Decimal``, never as a
 binary float.
@@ -38,7 +38,7 @@ MEMBER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,199}")
 NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 CSV_REQUIRED = ("memberId", "score")
 CSV_IGNORED = ("rank",)
-JSONL_FIELDS = ("memberId", "score", "data")
+JSONL_FIELDS = ("memberId", "score", "data", "rank")  # rank: what `podium export` writes, ignored
 
 
 @dataclass(frozen=True)
