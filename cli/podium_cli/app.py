@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from podium_cli import boards
@@ -76,18 +75,11 @@ HOW_TO_AUTHENTICATE = (
 
 
 def run(argv: list[str] | None = None, prog_name: str = "podium") -> int:
-    """Run the command line; the exit status."""
+    """Run the command line; the exit status (usage errors are typer's to report, status 2)."""
     try:
-        # Outside click's standalone mode a command's typer.Exit comes back as the status.
-        status = app(args=argv, prog_name=prog_name, standalone_mode=False)
-    except click.exceptions.Exit as done:
-        return done.exit_code
-    except click.ClickException as usage:
-        usage.show()
-        return usage.exit_code
-    except click.exceptions.Abort:
-        errors.print("aborted")
-        return 130
+        app(args=argv, prog_name=prog_name)
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else 0 if done.code is None else 1
     except TokenError as error:
         errors.print(f"error: {error}\n{HOW_TO_AUTHENTICATE}", markup=False)
         return 1
@@ -97,7 +89,7 @@ def run(argv: list[str] | None = None, prog_name: str = "podium") -> int:
     except PodiumClientError as error:  # the API could not be reached
         errors.print(f"error: {error}", markup=False)
         return 1
-    return status if isinstance(status, int) else 0
+    return 0
 
 
 def main() -> None:

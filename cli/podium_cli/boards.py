@@ -13,6 +13,7 @@ from podium_client import Limits, codec
 
 app = typer.Typer(
     help="List, show, create and configure boards (through the API, as an admin).",
+    epilog="Example: podium boards create images --shards 3, then podium boards show images",
     no_args_is_help=True,
 )
 

@@ -12,7 +12,9 @@ from rich.table import Table
 
 from podium_client import Board, Limits, codec
 
-console = Console(highlight=False)
+# Piped into grep or a file, a table keeps a line a row rather than wrapping at 80 columns.
+PIPED_WIDTH = 200
+console = Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
 errors = Console(stderr=True, highlight=False)
 
 
@@ -70,24 +72,15 @@ def describe_limits(limits: Limits) -> str:
 
 def boards_table(boards: list[Board]) -> Table:
     table = Table(
-        "board",
-        "title",
-        "order",
-        "operator",
-        "tie break",
-        "shards",
-        "reset",
-        "members",
-        "public read",
-        "client writes",
+        "board", "title", "order", "operator", "shards", "reset", "members", "public read", "client writes"
     )
+    table.columns[0].no_wrap = True  # an id cut in two cannot be copied
     for board in boards:
         table.add_row(
             board.board_id,
             board.title or "",
             board.order,
             board.operator,
-            board.tie_break,
             str(board.shards),
             board.reset,
             f"{board.member_count:,}",
