@@ -33,6 +33,7 @@ from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, MotoServer  # noqa: E
 from devstack.processes import LocalServer  # noqa: E402
 from devstack.stack import LOCAL_CREDENTIALS, create_tables  # noqa: E402
 from podium.config import Settings  # noqa: E402
+from podium_client import PodiumClient  # noqa: E402
 from tests.messaging import LocalStack, QueueReader, TopicTap, stream_failures, subscribe_to_notifications  # noqa: E402
 
 # No property test is timed: speed is `make bench`'s to show, and a busy machine is no bug.
@@ -249,3 +250,13 @@ def stream_failure_queue(stack: LocalStack) -> QueueReader:
     """The stack's StreamFailureQueue. Reading takes messages off the queue and keeps them
     in ``received``, for the whole session: filter on what your test caused."""
     return stream_failures(stack)
+
+
+@pytest.fixture
+def podium(stack_url: str) -> Iterator[PodiumClient]:
+    """The Python client (clients/python) of the stack at ``stack_url``: the shared stack,
+    whose checks are off (every caller an admin), or the module's own stack where a module
+    overrides ``stack_url``. Its timeout is generous for a busy machine; what it retries
+    (429, 5xx, lost answers, a keyed duplicate in flight) is the client's, docs/client.md."""
+    with PodiumClient(stack_url, timeout=60.0) as client:
+        yield client

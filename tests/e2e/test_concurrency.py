@@ -1,4 +1,5 @@
-"""Concurrent score submissions to one member are never lost nor applied twice."""
+"""Concurrent score submissions to one member are never lost nor applied twice, through
+the Python client (each submission with its own Idempotency-Key, as the client sends it)."""
 
 from __future__ import annotations
 
@@ -6,65 +7,60 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
-import requests
 
-from tests.helpers import assert_equal, decimal_json, eventually, unique_id
+from podium_client import PodiumClient, ScoreResult
+from tests.helpers import assert_equal, eventually, unique_id
 
 pytestmark = pytest.mark.e2e
 
 WRITERS = 32
 
 
-def _submit_all(url: str, values: list[Decimal]) -> list[requests.Response]:
-    def submit(value: Decimal) -> requests.Response:
-        return requests.post(url, data=f'{{"value": {value}}}', timeout=120)
-
-    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-        return list(pool.map(submit, values))
+def _submit_all(stack_url: str, board: str, member: str, values: list[Decimal]) -> list[ScoreResult]:
+    # One client for the 32 writers: httpx's connection pool serves threads, as a game server's would.
+    with PodiumClient(stack_url, timeout=120.0) as client, ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        return list(pool.map(lambda value: client.submit_score(board, member, value), values))
 
 
 @pytest.mark.parametrize("shards", [1, 10])
-def test_32_concurrent_increments_sum_exactly(stack_url: str, shards: int) -> None:
+def test_32_concurrent_increments_sum_exactly(stack_url: str, podium: PodiumClient, shards: int) -> None:
     # Given one member on an increment board
     board = unique_id("concurrent-sum")
-    requests.put(f"{stack_url}/boards/{board}", json={"shards": shards}, timeout=30).raise_for_status()
-    requests.put(f"{stack_url}/boards/{board}/members/hot", json={"score": 0}, timeout=30).raise_for_status()
+    podium.create_board(board, shards=shards)
+    podium.put_member(board, "hot", score=0)
     values = [Decimal(i) + Decimal("0.01") for i in range(1, WRITERS + 1)]
 
     # When 32 clients submit at once
-    responses = _submit_all(f"{stack_url}/boards/{board}/members/hot/score", values)
+    results = _submit_all(stack_url, board, "hot", values)
 
     # Then every submission succeeded and the score is the exact sum
-    assert [r.status_code for r in responses] == [200] * WRITERS
-    member = decimal_json(requests.get(f"{stack_url}/boards/{board}/members/hot", timeout=30))
-    assert member["score"] == sum(values)
+    assert len(results) == WRITERS
+    assert podium.get_member(board, "hot").score == sum(values)
     # And each answer saw a distinct previous score: every write applied once, in some order
-    previous = sorted(decimal_json(r)["previousScore"] for r in responses)
+    previous = sorted(Decimal(-1) if r.previous_score is None else r.previous_score for r in results)
     assert len(set(previous)) == WRITERS
     assert previous[0] == 0
 
 
-def test_32_concurrent_best_submissions_keep_the_best(stack_url: str) -> None:
+def test_32_concurrent_best_submissions_keep_the_best(stack_url: str, podium: PodiumClient) -> None:
     # Given one member on a "best" board
     board = unique_id("concurrent-best")
-    requests.put(f"{stack_url}/boards/{board}", json={"operator": "best"}, timeout=30).raise_for_status()
-    requests.put(f"{stack_url}/boards/{board}/members/racer", json={}, timeout=30).raise_for_status()
+    podium.create_board(board, operator="best")
+    podium.put_member(board, "racer")
     values = [Decimal(v) for v in range(WRITERS)]
     values[7] = Decimal("1000.5")
 
     # When 32 clients submit at once
-    responses = _submit_all(f"{stack_url}/boards/{board}/members/racer/score", values)
+    results = _submit_all(stack_url, board, "racer", values)
 
     # Then the best one won, and the ranking index agrees at once
-    assert all(r.status_code == 200 for r in responses)
-    member = decimal_json(requests.get(f"{stack_url}/boards/{board}/members/racer", timeout=30))
-    assert member["score"] == Decimal("1000.5")
-    assert _top(stack_url, board, "consistent=true") == [("racer", Decimal("1000.5"))]
+    assert len(results) == WRITERS
+    assert podium.get_member(board, "racer").score == Decimal("1000.5")
+    assert _top(podium, board, consistent=True) == [("racer", Decimal("1000.5"))]
     # And the head, which the stream keeps (it may lag the writes by a second or two),
     # settles on the same answer
-    eventually(lambda: assert_equal(_top(stack_url, board, ""), [("racer", Decimal("1000.5"))]))
+    eventually(lambda: assert_equal(_top(podium, board), [("racer", Decimal("1000.5"))]))
 
 
-def _top(stack_url: str, board: str, query: str) -> list[tuple[str, Decimal]]:
-    page = decimal_json(requests.get(f"{stack_url}/boards/{board}/top?{query}", timeout=30))
-    return [(e["memberId"], e["score"]) for e in page["entries"]]
+def _top(podium: PodiumClient, board: str, consistent: bool = False) -> list[tuple[str, Decimal]]:
+    return [(e.member_id, e.score) for e in podium.top(board, consistent=consistent).entries]

@@ -12,101 +12,89 @@ from typing import Any
 import pytest
 import requests
 
-from tests.helpers import decimal_json, eventually, unique_id
+from podium_client import Event, NotFound, PodiumClient, ValidationError
+from tests.helpers import eventually, unique_id
 
 pytestmark = pytest.mark.e2e
 
 TIMEOUT = 60
 
 
-def _put(url: str, body: Any) -> Any:
-    response = requests.put(url, json=body, timeout=TIMEOUT)
-    assert response.status_code in (200, 201), response.text
-    return response.json()
+def _log(podium: PodiumClient, board: str, events: list[Event], assign_ids: bool = True) -> None:
+    assert podium.log_events(board, events, assign_ids=assign_ids) == len(events)
 
 
-def _member(stack_url: str, board: str, member: str, **params: str) -> Any:
-    response = requests.get(f"{stack_url}/boards/{board}/members/{member}", params=params, timeout=TIMEOUT)
-    assert response.status_code == 200, response.text
-    return decimal_json(response)
-
-
-def _log(stack_url: str, board: str, events: list[dict[str, Any]]) -> None:
-    response = requests.post(f"{stack_url}/boards/{board}/events", json={"events": events}, timeout=TIMEOUT)
-    assert response.status_code == 202, response.text
-    assert response.json() == {"accepted": len(events)}
-
-
-def test_20000_events_from_16_clients_half_sent_twice_count_once(stack_url: str) -> None:
+def test_20000_events_from_16_clients_half_sent_twice_count_once(podium: PodiumClient) -> None:
     # Given a viral image, and 20,000 distinct views of which half are sent twice
     board = unique_id("viral")
-    _put(f"{stack_url}/boards/{board}", {})
-    _put(f"{stack_url}/boards/{board}/members/img-006.jpg", {})
-    views = [{"memberId": "img-006.jpg", "value": 1, "eventId": f"v-{i}"} for i in range(20_000)]
+    podium.create_board(board)
+    podium.put_member(board, "img-006.jpg")
+    views = [Event("img-006.jpg", 1, f"v-{i}") for i in range(20_000)]
     sends = views + views[::2]
     random.Random(7).shuffle(sends)
     requests_ = [sends[i : i + 100] for i in range(0, len(sends), 100)]
 
-    # When 16 clients send them at once
+    # When 16 clients send them at once (one client's connection pool, shared by 16 threads)
     with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(lambda chunk: _log(stack_url, board, chunk), requests_))
+        list(pool.map(lambda chunk: _log(podium, board, chunk), requests_))
 
     # Then the folded score is the number of distinct events, exactly, and nothing is pending
     def folded() -> None:
-        assert _member(stack_url, board, "img-006.jpg")["score"] == 20_000
+        assert podium.get_member(board, "img-006.jpg").score == 20_000
 
     eventually(folded, timeout=300, interval=2.0)
-    fresh = _member(stack_url, board, "img-006.jpg", fresh="true")
-    assert (fresh["score"], fresh["pendingEvents"]) == (20_000, 0)
+    fresh = podium.get_member(board, "img-006.jpg", fresh=True)
+    assert (fresh.score, fresh.pending_events) == (Decimal(20_000), 0)
 
 
-def test_a_fresh_read_is_the_true_total_before_the_fold(stack_url: str) -> None:
+def test_a_fresh_read_is_the_true_total_before_the_fold(podium: PodiumClient) -> None:
     # Given an image with 5 views
     board = unique_id("fresh")
-    _put(f"{stack_url}/boards/{board}", {})
-    _put(f"{stack_url}/boards/{board}/members/img-1", {"score": 5})
+    podium.create_board(board)
+    podium.put_member(board, "img-1", score=5)
 
-    # When 250 views (some with ids, one id repeated, some decimal) are logged
-    events = [{"memberId": "img-1", "value": 1, "eventId": f"e-{i}"} for i in range(200)]
-    events += [{"memberId": "img-1", "value": Decimal("0.5")} for _ in range(49)]
-    events.append({"memberId": "img-1", "value": 1, "eventId": "e-0"})
+    # When 250 views (some with ids, one id repeated, some decimal and sent without an id)
+    # are logged
+    events = [Event("img-1", 1, f"e-{i}") for i in range(200)]
+    events += [Event("img-1", Decimal("0.5")) for _ in range(49)]
+    events.append(Event("img-1", 1, "e-0"))
     for start in range(0, len(events), 100):
-        _log(stack_url, board, [_jsonable(e) for e in events[start : start + 100]])
-    first = _member(stack_url, board, "img-1", fresh="true")
+        _log(podium, board, events[start : start + 100], assign_ids=False)
+    first = podium.get_member(board, "img-1", fresh=True)
 
     # Then the fresh read is the true total at once, while the fold has work left
-    assert first["score"] == Decimal("229.5")
-    assert first["pendingEvents"] > 0
-    assert _member(stack_url, board, "img-1")["score"] < Decimal("229.5")
+    assert first.score == Decimal("229.5")
+    assert first.pending_events is not None
+    assert first.pending_events > 0
+    plain = podium.get_member(board, "img-1").score
+    assert plain is not None
+    assert plain < Decimal("229.5")
 
     # And once folded, the plain read agrees and nothing is pending
     def folded() -> None:
-        member = _member(stack_url, board, "img-1", fresh="true")
-        assert (member["score"], member["pendingEvents"]) == (Decimal("229.5"), 0)
-        assert _member(stack_url, board, "img-1")["score"] == Decimal("229.5")
+        member = podium.get_member(board, "img-1", fresh=True)
+        assert (member.score, member.pending_events) == (Decimal("229.5"), 0)
+        assert podium.get_member(board, "img-1").score == Decimal("229.5")
 
     eventually(folded, timeout=60)
 
 
-def _jsonable(event: dict[str, Any]) -> dict[str, Any]:
-    return {k: float(v) if isinstance(v, Decimal) else v for k, v in event.items()}
-
-
-def test_events_for_unknown_members_are_dropped_and_counted(stack_url: str) -> None:
+def test_events_for_unknown_members_are_dropped_and_counted(podium: PodiumClient) -> None:
     board = unique_id("dropped")
-    _put(f"{stack_url}/boards/{board}", {})
-    _log(stack_url, board, [{"memberId": "nobody", "value": 1}, {"memberId": "nobody", "value": 2}])
+    podium.create_board(board)
+    _log(podium, board, [Event("nobody", 1), Event("nobody", 2)])
 
     def counted() -> None:
-        assert requests.get(f"{stack_url}/boards/{board}", timeout=TIMEOUT).json().get("droppedEvents") == 2
+        assert podium.get_board(board).dropped_events == 2
 
     eventually(counted)
-    assert requests.get(f"{stack_url}/boards/{board}/members/nobody", timeout=TIMEOUT).status_code == 404
+    with pytest.raises(NotFound):
+        podium.get_member(board, "nobody")
 
 
 def test_only_increment_boards_take_events_and_requests_are_checked_whole(stack_url: str) -> None:
     board = unique_id("best")
-    _put(f"{stack_url}/boards/{board}", {"operator": "best"})
+    requests.put(f"{stack_url}/boards/{board}", json={"operator": "best"}, timeout=TIMEOUT).raise_for_status()
     refused = requests.post(
         f"{stack_url}/boards/{board}/events",
         json={"events": [{"memberId": "a", "value": 1}]},
@@ -115,7 +103,7 @@ def test_only_increment_boards_take_events_and_requests_are_checked_whole(stack_
     assert refused.status_code == 400
     assert "increment" in refused.json()["message"]
     other = unique_id("inc")
-    _put(f"{stack_url}/boards/{other}", {})
+    requests.put(f"{stack_url}/boards/{other}", json={}, timeout=TIMEOUT).raise_for_status()
     for body, field in (
         ({"events": []}, "events"),
         ({"events": [{"memberId": "a", "value": 1}] * 101}, "events"),
@@ -141,39 +129,38 @@ def set_clock(stack_url: str) -> Iterator[Any]:
     move(None)
 
 
-def _top(stack_url: str, board: str, period: str | None = None) -> Any:
-    params = {"period": period} if period else {}
-    return requests.get(f"{stack_url}/boards/{board}/top", params=params, timeout=TIMEOUT)
+def _members(podium: PodiumClient, board: str, period: str | None = None) -> list[str]:
+    return [e.member_id for e in podium.top(board, period=period).entries]
 
 
-def test_a_sunday_night_score_stays_in_the_old_week(stack_url: str, set_clock: Any) -> None:
+def test_a_sunday_night_score_stays_in_the_old_week(podium: PodiumClient, set_clock: Any) -> None:
     # Given a weekly board on the last millisecond of Sunday 2026-11-29 (ISO week 48)
     set_clock("2026-11-29T23:59:59.999Z")
     board = unique_id("weekly")
-    created = _put(f"{stack_url}/boards/{board}", {"reset": "weekly", "shards": 2})
-    assert (created["period"], created["retainPeriods"], created["reset"]) == ("2026-W48", 12, "weekly")
+    created = podium.create_board(board, reset="weekly", shards=2)
+    assert (created.period, created.retain_periods, created.reset) == ("2026-W48", 12, "weekly")
     for member in ("ana", "bo"):
-        _put(f"{stack_url}/boards/{board}/members/{member}", {})
+        podium.put_member(board, member)
 
     # When ana scores then, and bo at 00:00:00 on Monday
-    requests.post(f"{stack_url}/boards/{board}/members/ana/score", json={"value": 5}, timeout=TIMEOUT)
+    podium.submit_score(board, "ana", 5)
     set_clock("2026-11-30T00:00:00Z")
-    requests.post(f"{stack_url}/boards/{board}/members/bo/score", json={"value": 7}, timeout=TIMEOUT)
+    podium.submit_score(board, "bo", 7)
 
     # Then ana's score is in week 48 and bo's in week 49
-    assert [e["memberId"] for e in _top(stack_url, board, "2026-W48").json()["entries"]] == ["ana"]
-    assert [e["memberId"] for e in _top(stack_url, board).json()["entries"]] == ["bo"]
-    assert [e["memberId"] for e in _top(stack_url, board, "previous").json()["entries"]] == ["ana"]
-    assert requests.get(f"{stack_url}/boards/{board}", timeout=TIMEOUT).json()["period"] == "2026-W49"
+    assert _members(podium, board, "2026-W48") == ["ana"]
+    assert _members(podium, board) == ["bo"]
+    assert _members(podium, board, "previous") == ["ana"]
+    assert podium.get_board(board).period == "2026-W49"
     # And ana is not ranked this week; each period has its own total
-    assert requests.get(f"{stack_url}/boards/{board}/members/ana/rank", timeout=TIMEOUT).status_code == 404
-    ranked = requests.get(f"{stack_url}/boards/{board}/members/ana/rank?period=previous", timeout=TIMEOUT)
-    assert ranked.json()["rank"] == 1
-    eventually(lambda: _assert_total(stack_url, board, "2026-W48", 1))
+    with pytest.raises(NotFound):
+        podium.rank(board, "ana")
+    assert podium.rank(board, "ana", period="previous").rank == 1
+    eventually(lambda: _assert_total(podium, board, "2026-W48", 1))
 
 
-def _assert_total(stack_url: str, board: str, period: str, expected: int) -> None:
-    assert _top(stack_url, board, period).json()["total"] == expected
+def _assert_total(podium: PodiumClient, board: str, period: str, expected: int) -> None:
+    assert podium.top(board, period=period).total == expected
 
 
 @pytest.mark.parametrize(
@@ -185,39 +172,36 @@ def _assert_total(stack_url: str, board: str, period: str, expected: int) -> Non
     ],
 )
 def test_month_ends_and_leap_days(
-    stack_url: str, set_clock: Any, reset: str, before: str, after: str, old: str, new: str
+    podium: PodiumClient, set_clock: Any, reset: str, before: str, after: str, old: str, new: str
 ) -> None:
     set_clock(before)
     board = unique_id(reset)
-    _put(f"{stack_url}/boards/{board}", {"reset": reset})
-    _put(f"{stack_url}/boards/{board}/members/ana", {"score": 9})
+    podium.create_board(board, reset=reset)
+    podium.put_member(board, "ana", score=9)
     set_clock(after)
-    _put(f"{stack_url}/boards/{board}/members/ana", {"score": 4})
+    podium.put_member(board, "ana", score=4)
 
-    assert [(e["memberId"], e["score"]) for e in _top(stack_url, board, old).json()["entries"]] == [
-        ("ana", 9)
-    ]
-    assert [(e["memberId"], e["score"]) for e in _top(stack_url, board, new).json()["entries"]] == [
-        ("ana", 4)
-    ]
+    assert [(e.member_id, e.score) for e in podium.top(board, period=old).entries] == [("ana", Decimal(9))]
+    assert [(e.member_id, e.score) for e in podium.top(board, period=new).entries] == [("ana", Decimal(4))]
 
 
-def test_a_period_past_retain_periods_is_gone(stack_url: str, set_clock: Any) -> None:
+def test_a_period_past_retain_periods_is_gone(podium: PodiumClient, set_clock: Any) -> None:
     # Given a daily board that keeps 1 past period, with a score on 2026-12-10
     set_clock("2026-12-10T12:00:00Z")
     board = unique_id("retain")
-    _put(f"{stack_url}/boards/{board}", {"reset": "daily", "retainPeriods": 1})
-    _put(f"{stack_url}/boards/{board}/members/ana", {"score": 1})
+    podium.create_board(board, reset="daily", retain_periods=1)
+    podium.put_member(board, "ana", score=1)
 
     # When it is the 11th the 10th is the previous period; on the 12th it is gone
     set_clock("2026-12-11T12:00:00Z")
-    assert _top(stack_url, board, "2026-12-10").status_code == 200
+    assert podium.top(board, period="2026-12-10").entries
     set_clock("2026-12-12T00:00:00Z")
-    gone = _top(stack_url, board, "2026-12-10")
-    assert gone.status_code == 404
-    assert gone.json()["code"] == "NotFound"
+    with pytest.raises(NotFound) as gone:
+        podium.top(board, period="2026-12-10")
+    assert (gone.value.status, gone.value.code) == (404, "NotFound")
     # And other kinds of id, malformed or future ones are refused
     for bad in ("2026-W50", "2026-12", "2026-12-32", "2026-12-13"):
-        response = _top(stack_url, board, bad)
-        assert response.status_code == 400, bad
-        assert "period" in response.json()["message"]
+        with pytest.raises(ValidationError) as refused:
+            podium.top(board, period=bad)
+        assert refused.value.status == 400, bad
+        assert "period" in refused.value.message

@@ -18,6 +18,7 @@ from podium import periods
 from podium.config import Settings
 from podium.dal import Database
 from podium.errors import NotFound
+from podium.idempotency import SubmissionKey
 from podium.models import Notification
 from podium.stream.notify import Notifier
 from podium.validation import board_request, member_request
@@ -143,6 +144,26 @@ def test_deleting_a_member_forgets_everything_of_it_once(
     # And a delete again (a retried request) is fine and changes nothing
     service.members.delete_member(board, "ana")
     assert items_of(dynamodb_client, table, f"M#{board}#ana") == []
+
+
+def test_a_member_that_made_a_keyed_submission_is_deleted_whole(
+    service: Services, board: str, local_tables: Settings, dynamodb_client: Any
+) -> None:
+    # Given ana, whose last score came with an Idempotency-Key (its record, KEY#..., sorts
+    # before her profile in her partition), and bo
+    today = periods.period_of("daily", service.clock())
+    for member, score in (("ana", 50), ("bo", 40)):
+        service.members.put_member(board, member, member_request({"score": Decimal(score)}))
+    service.members.submit_score(board, "ana", Decimal(6), key=SubmissionKey.of("k-1", Decimal(6)))
+
+    # When ana is deleted
+    service.members.delete_member(board, "ana")
+
+    # Then nothing of her is left, and she is ranked nowhere
+    assert items_of(dynamodb_client, local_tables.table_name, f"M#{board}#ana") == []
+    assert ranked(service, board, today) == ["bo"]
+    with pytest.raises(NotFound):
+        service.members.get_member(board, "ana")
 
 
 def test_a_member_added_again_starts_afresh_before_and_after_the_stream_forgets(

@@ -32,7 +32,7 @@ a callable, ``ClientCredentials`` (OAuth2 client credentials, e.g. Cognito) or
 ``LocalIssuer`` (the local stack's ``POST /_local/token``). docs/client.md says more.
 """
 
-from podium_client.client import UNSET, PodiumClient
+from podium_client.client import PodiumClient
 from podium_client.errors import (
     ApiError,
     Conflict,
@@ -71,7 +71,6 @@ from podium_client.tokens import CachedToken, ClientCredentials, LocalIssuer, Re
 
 __all__ = [
     "NO_RETRIES",
-    "UNSET",
     "ApiError",
     "AroundPage",
     "Board",

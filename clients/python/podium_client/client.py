@@ -9,7 +9,6 @@ retries. Listings that come a page at a time have a page method (``top``,
 
 from __future__ import annotations
 
-import enum
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
@@ -52,13 +51,6 @@ Page = TypeVar("Page", bound=_Paged)
 Item = TypeVar("Item")
 
 
-class _Unset(enum.Enum):
-    UNSET = 0
-
-
-UNSET = _Unset.UNSET  # "leave this setting as it is", where None already means something
-
-
 def _segment(identifier: str) -> str:
     # Ids cannot hold "/" (docs/api.md), but a caller's typo must not reach another route.
     return quote(identifier, safe=":@~")
@@ -80,7 +72,7 @@ def _params(**given: str | int | bool | None) -> dict[str, str]:
 
 
 def _board_body(**settings: Any) -> dict[str, Any]:
-    body = {name: value for name, value in settings.items() if value is not None and value is not UNSET}
+    body = {name: value for name, value in settings.items() if value is not None}
     if isinstance(body.get("limits"), Limits):
         body["limits"] = body["limits"].to_json()
     if "rollupTo" in body:
@@ -144,7 +136,7 @@ class PodiumClient:
         reset: str | None = None,
         retain_periods: int | None = None,
         rollup_to: Iterable[str] | None = None,
-        title: str | _Unset | None = UNSET,
+        title: str | None = None,
         client_writes: bool | None = None,
         public_read: bool | None = None,
         limits: Limits | None = None,
@@ -175,7 +167,7 @@ class PodiumClient:
         self,
         board_id: str,
         *,
-        title: str | _Unset | None = UNSET,
+        title: str | None = None,
         client_writes: bool | None = None,
         public_read: bool | None = None,
         limits: Limits | None = None,
@@ -357,19 +349,23 @@ class PodiumClient:
 
     # -- events ----------------------------------------------------------------------------
 
-    def log_events(self, board_id: str, events: Iterable[Event]) -> int:
+    def log_events(self, board_id: str, events: Iterable[Event], *, assign_ids: bool = True) -> int:
         """``POST .../events``; the number accepted. Each event without an ``event_id`` gets
-        a new uuid4 here, so that a batch resent after a lost answer is counted once."""
-        batch = [
-            {
-                "memberId": event.member_id,
-                "value": event.value,
-                "eventId": event.event_id or str(uuid.uuid4()),
-            }
-            for event in events
-        ]
-        answer = self._json(Call("POST", f"/boards/{_segment(board_id)}/events", body={"events": batch}))
-        return int(answer["accepted"])
+        a new uuid4 here, so that a batch resent after a lost answer is counted once.
+        ``assign_ids=False`` sends such events without one: a fresh read can then count
+        more of them (docs/api.md), but a batch whose answer was lost is not sent again."""
+        batch = []
+        for event in events:
+            event_id = event.event_id or (str(uuid.uuid4()) if assign_ids else None)
+            sent: dict[str, Any] = {"memberId": event.member_id, "value": event.value}
+            if event_id is not None:
+                sent["eventId"] = event_id
+            batch.append(sent)
+        repeatable = all("eventId" in sent for sent in batch)
+        call = Call(
+            "POST", f"/boards/{_segment(board_id)}/events", body={"events": batch}, repeatable=repeatable
+        )
+        return int(self._json(call)["accepted"])
 
     # -- rivals and notifications ----------------------------------------------------------
 

@@ -95,8 +95,8 @@ class Sender:
                 continue
             if not self._may_retry(error, call) or attempt >= self.retry.max_attempts:
                 raise error
-            asked = error.retry_after if isinstance(error, TooManyRequests) else None
-            delay = self.retry.delay(attempt - 1, asked)
+            # Retry-After is honoured on any answer that carries it (a 503's too, per RFC 9110).
+            delay = self.retry.delay(attempt - 1, self.retry.retry_after(response.headers.get("Retry-After")))
             if delay is None:
                 raise error
             self.retry.sleep(delay)

@@ -395,8 +395,8 @@ class Members:
         was listed (a submission that landed first) is listed again."""
         pk = schema.member_pk(board_id, member_id)
         for _ in range(16):
-            # One consistent query: the profile (it sorts first: MEMBER < RIVALS < SCORE#),
-            # then the rest, read after it.
+            # One consistent query: the profile, then its scores and rivals read after it
+            # (MEMBER < RIVALS < SCORE#); Idempotency-Key records (KEY#) sort before it.
             request: dict[str, Any] = {
                 "KeyConditionExpression": "pk = :p",
                 "ExpressionAttributeValues": {":p": {"S": pk}},
@@ -405,9 +405,10 @@ class Members:
                 "ConsistentRead": True,
             }
             found = list(self.tables.query_items(request))
-            if not found or found[0]["sk"]["S"] != schema.PROFILE or not self._carries(found[0], gone_us):
+            profile = next((item for item in found if item["sk"]["S"] == schema.PROFILE), None)
+            if profile is None or not self._carries(profile, gone_us):
                 return  # another delete finished this member (and it may be back)
-            rest = found[1:]
+            rest = [item for item in found if item is not profile]
 
             def remove(item: Item) -> bool:
                 key = schema.key(pk, item["sk"]["S"])
