@@ -144,9 +144,8 @@ def create(
         "public_read": public_read,
         "limits": parse_limits(limits) if limits is not None else None,
         "announce_top": announce_top,
+        "title": title,
     }
-    if title is not None:
-        settings["title"] = title
     with admin_client(api, token) as client:
         made = client.create_board(board, **settings)
     if as_json:
@@ -178,9 +177,8 @@ def configure(
         "public_read": public_read,
         "limits": parse_limits(limits) if limits is not None else None,
         "announce_top": announce_top,
+        "title": title,
     }
-    if title is not None:
-        changes["title"] = title
     if all(value is None for value in changes.values()):
         raise typer.BadParameter("name at least one setting to change (see --help)")
     with admin_client(api, token) as client:

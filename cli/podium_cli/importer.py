@@ -39,7 +39,7 @@ class MemberWriter(Protocol):
 class ImportResult:
     """What one run of an import did."""
 
-    records: int = 0  # in the file
+    records: int = 0  # read from the file (all of them, unless the import stopped)
     skipped_done: int = 0  # done by an earlier run, not sent again
     sent: int = 0  # written by this run
     bad_lines: list[BadLine] = field(default_factory=list)  # this run's and earlier runs'
@@ -134,9 +134,9 @@ class Importer:
         result: ImportResult,
     ) -> None:
         for number, record in enumerate(records):
-            result.records += 1
             if self.stopping.is_set():
-                continue  # counted, not sent: the next run resumes from the checkpoint
+                return  # the rest is the next run's, from the checkpoint
+            result.records += 1
             if self.checkpoint.is_done(number):
                 result.skipped_done += 1  # the progress bar starts past these
             elif isinstance(record, BadLine):

@@ -28,6 +28,7 @@ from tests.messaging import LocalStack
 
 pytestmark = pytest.mark.e2e
 
+ROOT = Path(__file__).resolve().parents[2]
 PODIUM = Path(sys.executable).parent / "podium"
 COMMANDS = ("boards", "import", "export", "token", "verify", "rebuild", "redrive", "plan")
 TIMEOUT = 300
@@ -296,3 +297,25 @@ def test_verify_finds_an_imported_board_consistent(auth_stack, tmp_path, dynamod
     report = json.loads(eventually(verify, timeout=120).stdout)
     assert report["ok"] is True
     assert report["counts"]["members"] == len(model)
+
+
+def test_the_readme_example_prints_what_the_readme_shows(auth_stack, tmp_path):
+    # Given README's example, with the venv's podium for .venv/bin/podium
+    section = (ROOT / "README.md").read_text().split("## The podium command", 1)[1].split("\n## ", 1)[0]
+    script = section.split("```bash\n", 1)[1].split("```", 1)[0].replace(".venv/bin/podium", str(PODIUM))
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0]
+
+    # When it runs twice (a board confirmed, an import sent again: the same outcome)
+    for _ in range(2):
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=tmp_path,
+            env=clean_environment(auth_stack),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+
+        # Then the export is what the README shows
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.endswith(shown)
