@@ -47,7 +47,12 @@ def import_command(
         str | None,
         typer.Option("--format", help=f"{' or '.join(FORMATS)} [default: from the file's extension]"),
     ] = None,
-    workers: Annotated[int, typer.Option(min=1, max=256, help="Requests in flight at once")] = 16,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, max=100, help="Requests in flight at once (the client keeps up to 100 connections)"
+        ),
+    ] = 16,
     rate: Annotated[
         float | None, typer.Option(min=0.1, help="At most this many members a second [default: no limit]")
     ] = None,
