@@ -5,6 +5,7 @@ SHELL := /bin/bash
 VENV      ?= .venv
 PY        := $(VENV)/bin/python
 BIN       := $(VENV)/bin
+PODIUM    := $(BIN)/podium
 PORT      ?= 3000
 PYTHON    ?= python3.11
 PYTEST_ARGS ?=
@@ -14,12 +15,12 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around token redrive
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import token redrive
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements-dev.txt requirements-bench.txt requirements-load.txt layers/podium/requirements.txt
+$(VENV)/.installed: requirements-dev.txt requirements-bench.txt requirements-load.txt layers/podium/requirements.txt cli/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3; \
 	  test -x $(PY) || $${PYTHON:-python3} -m venv $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -77,29 +78,29 @@ clean: ## Remove build output and caches
 
 PLAN_EXAMPLE := --writes 5000 --reads 20000 --members 1000000 --k 100
 
-plan: setup ## Capacity plan for one board in AWS (shards, RCU/WCU, monthly cost): make plan ARGS="--writes 5000 --reads 20000 --members 1000000 --k 100"
-	$(PY) -m planner $(or $(ARGS),$(PLAN_EXAMPLE))
+plan: setup ## Capacity plan for one board in AWS (shards, RCU/WCU, monthly cost): make plan ARGS="--writes 5000 --reads 20000 --members 1000000 --k 100" (podium plan)
+	$(PODIUM) plan $(or $(ARGS),$(PLAN_EXAMPLE))
 
 invoke: setup ## Invoke one function with an event against the running `make run`: make invoke FUNCTION=TopFunction EVENT=events/top.json
 	$(PY) -m devstack invoke $(FUNCTION) -e $(EVENT)
 
-redrive: setup ## Replay the stream records that failed every retry (StreamFailureQueue) through their consumer: make redrive (the running `make run`; DRY_RUN=1 only reports), make redrive ARGS="--aws --stack-name podium" (a deployed stack); docs/operations.md
-	$(PY) -m devstack redrive $(if $(DRY_RUN),--dry-run,) $(ARGS)
+redrive: setup ## Replay the stream records that failed every retry (StreamFailureQueue) through their consumer: make redrive (the running `make run`; DRY_RUN=1 only reports), make redrive ARGS="--aws --stack-name podium" (a deployed stack); podium redrive; docs/operations.md
+	$(PODIUM) redrive $(if $(DRY_RUN),--dry-run,) $(ARGS)
 
 .PHONY: verify
-verify: setup ## Check a board's ranking index, head, count tree and counts against its items (the running `make run`): make verify BOARD=images [PERIOD=2026-W47] [REPAIR=1]; ARGS="--aws --stack-name podium" for a deployed stack; docs/operations.md
+verify: setup ## Check a board's ranking index, head, count tree and counts against its items (the running `make run`): make verify BOARD=images [PERIOD=2026-W47] [REPAIR=1]; ARGS="--aws --stack-name podium" for a deployed stack; podium verify; docs/operations.md
 	@test -n "$(BOARD)" || { echo "make verify needs BOARD=<boardId>" >&2; exit 2; }
-	$(PY) -m devstack verify $(BOARD) $(if $(PERIOD),--period $(PERIOD),) $(if $(REPAIR),--repair,) $(ARGS)
+	$(PODIUM) verify $(BOARD) $(if $(PERIOD),--period $(PERIOD),) $(if $(REPAIR),--repair,) $(ARGS)
 
 .PHONY: rebuild
-rebuild: setup ## Build a board's count trees from its index and count its ranks from them (the upgrade step for boards made before them): make rebuild BOARD=images, or UNBUILT=1 for all of them; ARGS="--aws --stack-name podium" for a deployed stack; docs/operations.md
+rebuild: setup ## Build a board's count trees from its index and count its ranks from them (the upgrade step for boards made before them): make rebuild BOARD=images, or UNBUILT=1 for all of them; ARGS="--aws --stack-name podium" for a deployed stack; podium rebuild; docs/operations.md
 	@test -n "$(BOARD)$(UNBUILT)" || { echo "make rebuild needs BOARD=<boardId> or UNBUILT=1" >&2; exit 2; }
-	$(PY) -m devstack rebuild $(if $(BOARD),$(BOARD),--unbuilt) $(ARGS)
+	$(PODIUM) rebuild $(if $(BOARD),$(BOARD),--unbuilt) $(ARGS)
 
 ROLE ?= admin
 
-token: ## Print a token from the running `make run`'s issuer: make token ROLE=admin, or ROLE=player MEMBER=alice
-	@$(PY) -m devstack token --role $(ROLE) $(if $(MEMBER),--member $(MEMBER),)
+token: ## Print a token from the running `make run`'s issuer: make token ROLE=admin, or ROLE=player MEMBER=alice (podium token)
+	@$(PODIUM) token --role $(ROLE) $(if $(MEMBER),--member $(MEMBER),)
 
 $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-bench.txt
@@ -131,6 +132,11 @@ metrics-cost: setup ## What the service's own CloudWatch metrics cost a month at
 
 bench-around: setup ## What around costs next to rank, one request at a time and under load in one process (docs/performance.md): make bench-around ARGS="--members 3000 --shards 3,10"
 	$(PY) -m bench.around $(ARGS)
+
+N ?= 100000
+
+bench-import: setup ## Import N members (default 100,000) from a generated CSV with `podium import` into a local stack of its own (or PODIUM_API's); members/second, then the board checked against the file: make bench-import N=10000
+	$(PY) -m bench.importrun --members $(N)
 
 bench-worst: setup $(VENV)/.bench-installed ## The worst case of every route alone, next to the bound of 500 RCU (bench/worst.py; SMALL=1: 20,000 members, minutes), into bench-data/worst/
 	$(PY) -m bench.worst $(if $(SMALL),--small,)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from devstack import redrive
 from devstack.functions import LambdaContext, load_handler
-from devstack.stack import RUNNING, NotRunning, Stack, attach, serve_forever
+from devstack.stack import NotRunning, Stack, attach, serve_forever
 
 
 def _stop_on_sigterm(*_: object) -> None:
@@ -66,31 +66,6 @@ def invoke(args: argparse.Namespace) -> int:
     return 0
 
 
-def token(args: argparse.Namespace) -> int:
-    """Mint a token with the running ``make run``'s issuer (``POST /_local/token``)."""
-    import urllib.request
-
-    if not RUNNING.exists():
-        print("no local stack is running: start `make run` first", file=sys.stderr)
-        return 2
-    request: dict[str, object] = {"role": args.role, "expiresIn": args.expires_in}
-    if args.role == "player":
-        if not args.member:
-            print("a player token needs MEMBER=<memberId>", file=sys.stderr)
-            return 2
-        request["memberId"] = args.member
-    api = json.loads(RUNNING.read_text())["api"]
-    call = urllib.request.Request(  # noqa: S310 - the local stack's own http URL
-        f"{api}/_local/token",
-        data=json.dumps(request).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(call, timeout=10) as response:  # noqa: S310 - the local stack's own URL
-        print(json.loads(response.read())["token"])
-    return 0
-
-
 def _positive_seconds(text: str) -> float:
     try:
         seconds = float(text)
@@ -131,10 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     invoke_parser = commands.add_parser("invoke", help="invoke one function with an event file")
     invoke_parser.add_argument("function", help="the function's logical id, e.g. TopFunction")
     invoke_parser.add_argument("-e", "--event", required=True, help="the event file, e.g. events/top.json")
-    token_parser = commands.add_parser("token", help="print a token from the running stack's issuer")
-    token_parser.add_argument("--role", choices=("admin", "player"), default="admin")
-    token_parser.add_argument("--member", help="the player's memberId (role player)")
-    token_parser.add_argument("--expires-in", type=int, default=3600, help="seconds (default 3600)")
     redrive_parser = commands.add_parser(
         "redrive", help="replay the stream records of the failure queue through their consumer"
     )
@@ -149,8 +120,6 @@ def main(argv: list[str] | None = None) -> int:
         return verify.verify(args)
     if args.command == "rebuild":
         return rebuild.rebuild(args)
-    if args.command == "token":
-        return token(args)
     if args.command == "redrive":
         return redrive.main(args)
     return invoke(args) if args.command == "invoke" else run(args)

@@ -1,0 +1,101 @@
+"""``podium plan``: shards, request units and the monthly on-demand bill of one board in
+AWS (the arithmetic is ``planner.capacity``'s; docs/capacity.md explains every figure)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from planner import capacity
+from planner.capacity import Prices, Workload
+from planner.report import as_json, render
+from podium_cli.output import print_line
+
+DEFAULT_RANK_FRACTION = 0.2  # of --reads, the share that are rank reads; the rest are top reads
+WORKLOAD = "Workload (one board)"
+PRICES = f"Prices (USD, {capacity.PRICE_REGION}, on-demand, as of {capacity.PRICE_DATE})"
+
+
+def plan_command(
+    writes: Annotated[float, typer.Option(help="Score updates a second", rich_help_panel=WORKLOAD)],
+    members: Annotated[int, typer.Option(help="Members on the board", rich_help_panel=WORKLOAD)],
+    reads: Annotated[float, typer.Option(help="Top and rank reads a second", rich_help_panel=WORKLOAD)] = 0.0,
+    rank_fraction: Annotated[
+        float, typer.Option(help="Of --reads, the share that are rank reads", rich_help_panel=WORKLOAD)
+    ] = DEFAULT_RANK_FRACTION,
+    top_reads: Annotated[
+        float | None, typer.Option(help="Top reads a second (instead of --reads)", rich_help_panel=WORKLOAD)
+    ] = None,
+    rank_reads: Annotated[
+        float | None, typer.Option(help="Rank reads a second (instead of --reads)", rich_help_panel=WORKLOAD)
+    ] = None,
+    k: Annotated[int, typer.Option("--k", help="The `limit` of a top read", rich_help_panel=WORKLOAD)] = 10,
+    data_bytes: Annotated[
+        int, typer.Option(help="A member's data, serialised", rich_help_panel=WORKLOAD)
+    ] = 200,
+    events: Annotated[
+        float, typer.Option(help="Events a second through the event log", rich_help_panel=WORKLOAD)
+    ] = 0.0,
+    shards: Annotated[
+        int | None,
+        typer.Option(help="Plan these shards instead of the recommended count", rich_help_panel=WORKLOAD),
+    ] = None,
+    consistent: Annotated[
+        bool,
+        typer.Option(
+            "--consistent",
+            help="Top reads use consistent=true (never the head item)",
+            rich_help_panel=WORKLOAD,
+        ),
+    ] = False,
+    cache_ttl: Annotated[
+        float, typer.Option(help="TopCacheTtlSeconds (0: off)", rich_help_panel=WORKLOAD)
+    ] = 0.0,
+    cached_pages: Annotated[
+        int, typer.Option(help="Distinct top pages being read", rich_help_panel=WORKLOAD)
+    ] = 10,
+    safety: Annotated[
+        float, typer.Option(help="Of a partition's limit, the share planned for", rich_help_panel=WORKLOAD)
+    ] = capacity.SAFETY_FRACTION,
+    price_write: Annotated[
+        float, typer.Option(help="Per million WRU", rich_help_panel=PRICES)
+    ] = capacity.WRITE_PRICE_PER_MILLION,
+    price_read: Annotated[
+        float, typer.Option(help="Per million RRU", rich_help_panel=PRICES)
+    ] = capacity.READ_PRICE_PER_MILLION,
+    price_storage: Annotated[
+        float, typer.Option(help="Per GB-month", rich_help_panel=PRICES)
+    ] = capacity.STORAGE_PRICE_PER_GB_MONTH,
+    price_cache: Annotated[
+        float, typer.Option(help="API cache, per hour", rich_help_panel=PRICES)
+    ] = capacity.CACHE_PRICE_PER_HOUR,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
+) -> None:
+    """Plan one board's capacity in AWS: shards, RCU/WCU, the monthly bill (arithmetic
+    only: no API, no AWS call).
+
+    Example: podium plan --writes 5000 --reads 20000 --members 1000000 --k 100
+    """
+    workload = Workload(
+        writes_per_s=writes,
+        top_reads_per_s=top_reads if top_reads is not None else reads - reads * rank_fraction,
+        rank_reads_per_s=rank_reads if rank_reads is not None else reads * rank_fraction,
+        members=members,
+        k=k,
+        data_bytes=data_bytes,
+        events_per_s=events,
+        shards=shards,
+        head=not consistent,
+        cache_ttl_s=cache_ttl,
+        cached_pages=cached_pages,
+        safety=safety,
+    )
+    prices = Prices(price_write, price_read, price_storage, price_cache)
+    result = capacity.plan(workload, prices)
+    if json_output:
+        # The plan's figures are estimates in floats, not scores: the standard encoder is right.
+        print_line(json.dumps(as_json(workload, prices, result), indent=2))
+    else:
+        print_line(render(workload, prices, result))

@@ -1,0 +1,75 @@
+"""The capacity plan as a person reads it (a table) and as a program does (JSON); ``podium
+plan`` prints one or the other (cli/podium_cli/plan.py)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from planner import capacity
+from planner.capacity import Plan, Prices, Workload
+
+
+def as_json(workload: Workload, prices: Prices, result: Plan) -> dict[str, Any]:
+    return {
+        "workload": asdict(workload),
+        "prices": {**asdict(prices), "region": capacity.PRICE_REGION, "asOf": capacity.PRICE_DATE},
+        "plan": {**asdict(result), "monthly_cost": result.monthly_cost},
+    }
+
+
+def render(workload: Workload, prices: Prices, result: Plan) -> str:
+    p = result
+    safety = workload.safety
+    rows: list[tuple[str, str]] = [
+        ("score updates/s", f"{workload.writes_per_s:,.0f}"),
+        ("top reads/s (k)", f"{workload.top_reads_per_s:,.0f} (k={workload.k})"),
+        ("rank reads/s", f"{workload.rank_reads_per_s:,.0f}"),
+        ("members", f"{workload.members:,}"),
+        ("", ""),
+        (
+            "shards (as given)" if workload.shards is not None else "shards (recommended)",
+            f"{p.shards}" + (f" (needs {p.required_shards})" if p.over_capacity else ""),
+        ),
+        (
+            "index WCU/s per shard",
+            f"{p.index_wcu_per_shard:,.0f} of {capacity.PARTITION_WCU_PER_S:,} "
+            f"({p.index_wcu_per_shard / capacity.PARTITION_WCU_PER_S:.0%})",
+        ),
+        ("updates/s these shards take", f"{p.max_writes_per_s:,.0f} (at {safety:.0%} of a partition)"),
+        ("table WCU/s", f"{p.table_wcu:,.0f}"),
+        ("index (GSI) WCU/s", f"{p.index_wcu:,.0f}"),
+        ("table RCU/s", f"{p.table_rcu:,.0f}"),
+        ("index (GSI) RCU/s", f"{p.index_rcu:,.0f}"),
+        (
+            "index RCU/s per shard",
+            f"{p.index_rcu_per_shard:,.0f} of {capacity.PARTITION_RCU_PER_S:,} "
+            f"({p.index_rcu_per_shard / capacity.PARTITION_RCU_PER_S:.0%})",
+        ),
+        (
+            "board items RCU/s",
+            f"{p.board_partition_rcu:,.0f} of {capacity.PARTITION_RCU_PER_S:,} "
+            f"({p.board_partition_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
+        ),
+        (
+            "count tree items RCU/s",
+            f"{p.tree_partition_rcu:,.0f} (its root {p.tree_root_rcu:,.0f} of "
+            f"{capacity.PARTITION_RCU_PER_S:,}: {p.tree_root_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
+        ),
+        ("top read: RCU each", f"{p.top_rcu_per_read:g} ({p.top_reads_to_dynamodb:,.0f}/s reach DynamoDB)"),
+        ("rank read: RCU each", f"{p.rank_rcu_per_read:g} (naive COUNT: {p.naive_rank_rcu_per_read:,.1f})"),
+        ("storage per member", f"{p.bytes_per_member:,} B ({p.storage_gb:,.2f} GB)"),
+        ("", ""),
+        (f"writes ${prices.write_per_million}/M WRU", f"${p.monthly_write_cost:,.2f} a month"),
+        (f"reads ${prices.read_per_million}/M RRU", f"${p.monthly_read_cost:,.2f} a month"),
+        (f"storage ${prices.storage_per_gb_month}/GB-month", f"${p.monthly_storage_cost:,.2f} a month"),
+        (f"API cache ${prices.cache_per_hour}/hour", f"${p.monthly_cache_cost:,.2f} a month"),
+        ("total (DynamoDB and API cache)", f"${p.monthly_cost:,.2f} a month"),
+    ]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"{label:<{width}}  {value}" if label else "" for label, value in rows]
+    lines.append(
+        f"\nprices: {capacity.PRICE_REGION}, on-demand, Standard table class, as of {capacity.PRICE_DATE}"
+    )
+    lines.extend(f"warning: {warning}" for warning in p.warnings)
+    return "\n".join(lines)
