@@ -20,6 +20,7 @@ const state = {
   member: null, // the member searched for
   friends: [],
   shownRanks: new Map(), // the top's ranks as last shown: what a change is measured from
+  shownView: null, // the rows and period last shown: another view is drawn even from a 304
   localIssuer: false,
 };
 
@@ -64,8 +65,12 @@ async function refresh() {
     api.read(`boards/${board}`),
     api.read(`boards/${board}/top?limit=${state.rows}${period ? `&${period}` : ""}`),
   ]);
-  if (settings.changed) showBoard(settings.body);
-  if (top.changed) showTop(top.body);
+  const view = `${state.rows} ${state.period}`;
+  const anotherView = view !== state.shownView;
+  if (anotherView) state.shownRanks = new Map(); // another listing: nothing has moved in it yet
+  if (settings.changed || anotherView) showBoard(settings.body);
+  if (top.changed || anotherView) showTop(top.body);
+  state.shownView = view;
   await Promise.all([
     state.member ? refreshSearch(board, period) : null,
     state.friends.length ? refreshFriends(board, period) : null,
@@ -214,10 +219,6 @@ async function tokenChanged() {
 
 // -- controls -------------------------------------------------------------------------------
 
-function restartChanges() {
-  state.shownRanks = new Map(); // another listing: nothing moved yet
-}
-
 function onSubmit(id, handle) {
   $(id).addEventListener("submit", (event) => {
     event.preventDefault();
@@ -231,7 +232,6 @@ function wireControls() {
   });
   $("rows").addEventListener("change", (event) => {
     state.rows = Number(event.target.value);
-    restartChanges();
     tick();
   });
   $("period-select").addEventListener("change", (event) => {
@@ -239,14 +239,10 @@ function wireControls() {
     $("period-form").hidden = choice !== "id";
     if (choice === "id") return $("period-id").focus();
     state.period = choice;
-    restartChanges();
-    api.known.delete(`boards/${encodeURIComponent(state.boardId)}`); // its period line changes
     tick();
   });
   onSubmit("period-form", () => {
     state.period = $("period-id").value.trim() || "current";
-    restartChanges();
-    api.known.delete(`boards/${encodeURIComponent(state.boardId)}`);
     tick();
   });
   onSubmit("search-form", () => {
