@@ -7,6 +7,7 @@ writes stop), so "unchanged" and "changed" are each waited for, not timed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.e2e
 TIMEOUT = 30
 SCORES = {"m1": 40, "m2": 30, "m3": 20, "m4": 10}
 # The reads of one board that a score change moves, each with what shows the change.
-READS = {
+READS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "board": ("", lambda body: body["memberCount"]),
     "top": ("/top?limit=3", lambda body: [entry["memberId"] for entry in body["entries"]]),
     "rank": ("/members/m2/rank", lambda body: body["rank"]),
