@@ -10,6 +10,7 @@ const POLL_MS = 1500;
 const AROUND_RADIUS = 3;
 const MAX_FRIENDS = 100; // what POST /ranks takes at once
 const MAX_LISTED = 1000; // boards read for the board picker, 100 a page
+const NO_BOARD = "Give a token to list the boards, or open this page with ?board=<boardId> for a board whose publicRead is on.";
 
 const $ = (id) => document.getElementById(id);
 const api = new Api(new URL(".", location.href));
@@ -178,25 +179,22 @@ async function listBoards() {
   return listed;
 }
 
-// The boards the token may list fill the picker. Without ?board= the page shows the one
-// with the most members (ties: the first listed), and puts it in the address.
+// The boards the caller may list fill the picker (GET /boards needs a token, unless the
+// stack checks none). Without ?board= the page shows the one with the most members (ties:
+// the first listed), and puts it in the address.
 async function chooseBoard() {
   let listed = [];
-  if (tokens.current()) {
-    try {
-      listed = await listBoards();
-    } catch (error) {
-      if (!state.boardId) return showProblem(error);
+  try {
+    listed = await listBoards();
+  } catch (error) {
+    // with ?board= the page goes on without the picker's list
+    if (!state.boardId) {
+      const noToken = error instanceof ApiError && error.status === 401 && !tokens.current();
+      return showProblem(noToken ? NO_BOARD : error);
     }
   }
   if (!state.boardId) {
-    if (!listed.length) {
-      return showProblem(
-        tokens.current()
-          ? "There is no board yet: create one with PUT /boards/{boardId}."
-          : "Give a token to list the boards, or open this page with ?board=<boardId> for a board whose publicRead is on.",
-      );
-    }
+    if (!listed.length) return showProblem("There is no board yet: create one with PUT /boards/{boardId}.");
     const biggest = listed.reduce((best, board) => (Number(board.memberCount) > Number(best.memberCount) ? board : best));
     state.boardId = biggest.boardId;
     history.replaceState(null, "", `?board=${encodeURIComponent(state.boardId)}`);
