@@ -105,7 +105,7 @@ function showTop(page) {
     .filter((entry) => changes.get(entry.memberId).kind !== "same")
     .slice(0, 3)
     .map((entry) => `${entry.memberId} ${describe(changes.get(entry.memberId))}, now ${entry.rank}`);
-  $("live").textContent = `Updated at ${time}: ${moves.join("; ") || "scores changed"}.`;
+  $("live").textContent = `Updated at ${time}: ${moves.join("; ") || "the board changed, no rank moved"}.`;
 }
 
 async function refreshSearch(board, period) {
