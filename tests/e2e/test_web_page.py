@@ -151,6 +151,13 @@ def wait_for_text(driver: Chrome, element_id: str, part: str) -> str:
     return wait_until(driver, lambda: text_of(driver, element_id), lambda text: part in text, element_id)
 
 
+def wait_for_count(driver: Chrome, members: int) -> None:
+    """The page's memberCount, once the stream has counted the members."""
+    wait_until(
+        driver, lambda: text_of(driver, "member-count"), lambda shown: shown == str(members), "memberCount"
+    )
+
+
 def submit(driver: Chrome, element_id: str, text: str) -> None:
     """Type into a field and press Enter, as a keyboard user does."""
     field = driver.find_element(By.ID, element_id)
@@ -183,7 +190,7 @@ def test_a_public_board_without_a_token_follows_score_changes_exactly(
     wait_for_rows(desktop, expected_listing(decimals(scores)))
     assert text_of(desktop, "board-title") == "Most viewed images"
     assert "No token" in text_of(desktop, "token-status")
-    wait_for_text(desktop, "member-count", str(len(scores)))
+    wait_for_count(desktop, len(scores))
     assert text_of(desktop, "member-count") == str(api.call("GET", f"/boards/{board}")["memberCount"])
 
     # When a score changes through the API: img-001.jpg gains 60.5, from 5th to 3rd
@@ -202,7 +209,7 @@ def test_a_public_board_without_a_token_follows_score_changes_exactly(
     api.call("PUT", f"/boards/{board}/members/img-009.jpg", {"score": 50})
     scores["img-009.jpg"] = 50
     wait_for_rows(desktop, expected_listing(decimals(scores)))
-    wait_for_text(desktop, "member-count", str(len(scores)))
+    wait_for_count(desktop, len(scores))
 
 
 def test_a_private_board_is_read_with_a_pasted_token_or_a_local_one(
@@ -249,7 +256,7 @@ def test_search_shows_the_members_rank_and_the_window_around_it(
     listing = expected_listing(decimals(scores))
     open_page(desktop, auth_stack.url, f"?board={board}")
     wait_for_rows(desktop, listing[:10])
-    wait_for_text(desktop, "member-count", str(len(scores)))  # the stream has counted them
+    wait_for_count(desktop, len(scores))
 
     # When the 8th of the listing is searched for (typed, then Enter)
     member = listing[7][1]
@@ -360,7 +367,7 @@ def test_polls_of_an_unchanged_board_are_answered_304(
     board = api.board({"publicRead": True}, scores)
     open_page(desktop, auth_stack.url, f"?board={board}")
     wait_for_rows(desktop, expected_listing(decimals(scores)))
-    wait_for_text(desktop, "member-count", "3")
+    wait_for_count(desktop, 3)
 
     # When the page goes on polling while nothing changes, as the browser's network log sees it
     top = f"{auth_stack.url}/boards/{board}/top?limit=10"
