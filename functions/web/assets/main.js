@@ -235,7 +235,7 @@ function wireControls() {
   $("period-select").addEventListener("change", (event) => {
     const choice = event.target.value;
     $("period-form").hidden = choice !== "id";
-    if (choice === "id") return $("period-id").focus();
+    if (choice === "id") return; // the field comes next in the Tab order (no focus moved on a change)
     state.period = choice;
     tick();
   });
