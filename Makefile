@@ -15,7 +15,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import token redrive
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import token redrive browser screenshots
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,7 +37,7 @@ setup: $(VENV)/.installed node_modules/.installed ## Install the venv, the Pytho
 run: setup ## Start the whole stack locally (DynamoDB Local, tables, API on :$(PORT), stream consumers); DB_PATH=dir keeps the data on disk
 	$(PY) -m devstack --port $(PORT) $(if $(DB_PATH),--db-path $(DB_PATH),)
 
-test: setup check build ## Run every check: lint, types, template validation, sam build, all tests
+test: setup browser check build ## Run every check: lint, types, template validation, sam build, all tests
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 check: lint typecheck validate ## Static checks only
@@ -63,7 +63,7 @@ unit: setup ## Unit tests (moto)
 integration: setup ## Integration tests against DynamoDB Local
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
-e2e: setup ## End-to-end tests over HTTP against the local stack
+e2e: setup browser ## End-to-end tests over HTTP against the local stack (and the page in Chromium)
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
 
 FUZZ_EXAMPLES ?= 120
@@ -72,6 +72,15 @@ FUZZ_EXAMPLES ?= 120
 fuzz: setup ## Fuzz the API from docs/openapi.yaml on a local stack, as an admin: at least 2,000 generated requests, no 5xx, every answer as documented (FUZZ_EXAMPLES per operation, FUZZ_SEED)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_COVERAGE=1 FUZZ_MIN_REQUESTS=2000 \
 	  $(BIN)/pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
+
+# The leaderboard page's browser test drives Debian's Chromium through its driver, both
+# named by path (devstack/browser.py); installed only when missing (the machines run as root).
+browser: ## Install Chromium and chromedriver from Debian's packages when they are missing
+	@test -x /usr/bin/chromium && test -x /usr/bin/chromedriver || { \
+	  apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver; }
+
+screenshots: setup browser ## The leaderboard page's pictures, docs/img/page-desktop.png and page-phone.png, from a local stack of its own with the README's example board
+	$(PY) -m devstack.screenshots
 
 clean: ## Remove build output and caches
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis .devstack

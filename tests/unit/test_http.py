@@ -1,5 +1,6 @@
 """podium.http's resolver: what API Gateway gets back for a REST proxy event, for the
-route's answer, a domain error, an unexpected error and a request no route serves."""
+route's answer, a domain error, an unexpected error and a request no route serves; and a
+GET's validators (ETag, If-None-Match and 304)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,24 @@ def put_member(boardId: str, memberId: str) -> http.Response:
     if seen["board"] == "throttled":
         raise Throttled("the database is throttling requests; retry after a short wait")
     return http.json_response(200, {"ok": True})
+
+
+# What the GET route below answers: a test changes it as a board would change.
+ANA_FIRST = [{"rank": 1, "memberId": "ana", "score": 94}]
+BO_FIRST = [{"rank": 1, "memberId": "bo", "score": 95}]
+listing: dict[str, Any] = {"entries": ANA_FIRST}
+
+
+@pytest.fixture(autouse=True)
+def ana_first() -> None:
+    listing["entries"] = ANA_FIRST
+
+
+@app.get("/boards/<boardId>/top")
+def top(boardId: str) -> http.Response:
+    if boardId == "missing":
+        raise NotFound("board missing does not exist")
+    return http.json_response(200, {"boardId": boardId, **listing})
 
 
 def proxy_event(method: str, path: str, **fields: Any) -> dict[str, Any]:
@@ -103,3 +122,83 @@ def test_throttled_is_a_429_with_retry_after() -> None:
     assert result["statusCode"] == 429
     assert json.loads(result["body"])["code"] == "Throttled"
     assert result["multiValueHeaders"]["Retry-After"] == ["1"]
+
+
+# -- conditional reads ------------------------------------------------------------------------
+
+
+def get_top(if_none_match: str | None = None, board: str = "images") -> dict[str, Any]:
+    headers = {"If-None-Match": if_none_match} if if_none_match is not None else None
+    return app.resolve(proxy_event("GET", f"/boards/{board}/top", headers=headers), None)
+
+
+def header(result: dict[str, Any], name: str) -> str | None:
+    values = result["multiValueHeaders"].get(name)
+    return values[0] if values else None
+
+
+def test_a_get_carries_a_strong_tag_of_its_body_and_asks_caches_to_revalidate() -> None:
+    # When the same listing is read twice, and once more after it changed
+    first, again = get_top(), get_top()
+    listing["entries"] = BO_FIRST
+    changed = get_top()
+
+    # Then each 200 has a quoted, strong ETag (no W/) that follows the body and only it
+    tag = header(first, "ETag")
+    assert first["statusCode"] == 200
+    assert tag is not None
+    assert tag.startswith('"')
+    assert tag.endswith('"')
+    assert len(tag) > 10
+    assert header(again, "ETag") == tag
+    assert header(changed, "ETag") not in (None, tag)
+    assert header(first, "Cache-Control") == "no-cache"
+
+
+@pytest.mark.parametrize(
+    "if_none_match",
+    ["{tag}", '"other", {tag}', "W/{tag}", "*"],
+    ids=["the-tag", "in-a-list", "weak-form", "any"],
+)
+def test_a_get_whose_if_none_match_names_the_current_tag_is_a_304_without_a_body(if_none_match: str) -> None:
+    # Given the listing's current tag
+    tag = header(get_top(), "ETag")
+    assert tag is not None
+
+    # When it is read again, naming that tag
+    result = get_top(if_none_match.format(tag=tag))
+
+    # Then the answer is 304 with no body, and the same validators
+    assert result["statusCode"] == 304
+    assert result["body"] == ""
+    assert header(result, "ETag") == tag
+    assert header(result, "Cache-Control") == "no-cache"
+    assert header(result, "Content-Type") is None
+
+
+def test_a_stale_tag_gets_the_new_body() -> None:
+    # Given a tag read before the listing changed
+    stale = header(get_top(), "ETag")
+    listing["entries"] = BO_FIRST
+
+    # When the listing is read with it
+    result = get_top(stale)
+
+    # Then the answer is the whole new body, under a new tag
+    assert result["statusCode"] == 200
+    assert json.loads(result["body"])["entries"][0]["memberId"] == "bo"
+    assert header(result, "ETag") not in (None, stale)
+
+
+def test_errors_and_writes_carry_no_tag_and_are_never_304() -> None:
+    # When a GET fails, even with If-None-Match: *, and a PUT succeeds
+    failed = get_top("*", board="missing")
+    put = proxy_event("PUT", "/boards/images/members/m", headers={"If-None-Match": "*"})
+    written = app.resolve(put, None)
+
+    # Then both answer as they would without the header, with no validator
+    assert failed["statusCode"] == 404
+    assert written["statusCode"] == 200
+    for result in (failed, written):
+        assert header(result, "ETag") is None
+        assert header(result, "Cache-Control") is None

@@ -44,6 +44,11 @@ STATUS_OF_CODE = {
 }
 # The read routes that answer without a token on a board whose publicRead is true.
 PUBLIC_READS = {"getBoard", "getTop", "getRank", "getAround", "getRanks", "listSnapshots"}
+# The live leaderboard page and its files (functions/web): no token, no parameter to refuse.
+PAGE = {"getPage", "getPageAsset"}
+# Answers that are not errors: successes, the page's redirect to its trailing slash, and a
+# conditional GET's "not modified".
+NOT_ERRORS = {200, 201, 202, 204, 301, 304}
 
 
 @cache
@@ -97,7 +102,7 @@ class Operation:
         return [
             resolved(response)["content"]["application/json"]["schema"]
             for status, response in self.spec["responses"].items()
-            if str(status).startswith("2") and "content" in resolved(response)
+            if str(status).startswith("2") and "application/json" in resolved(response).get("content", {})
         ]
 
     def request_schema(self) -> dict[str, Any] | None:
@@ -159,14 +164,16 @@ def test_every_operation_is_named_summarised_and_answers_the_errors_of_its_route
         statuses = {int(status) for status in operation.spec["responses"]}
         where = f"{operation.method} {operation.path}"
         # every route can get a bad parameter, no token, a throttled database or a fault
-        assert {400, 401, 429, 500} <= statuses, where
+        # (the page's routes take neither a token nor a parameter they could refuse)
+        needed = {429, 500} if operation.operation_id in PAGE else {400, 401, 429, 500}
+        assert needed <= statuses, where
         # a route of one board answers 404 for a board that does not exist (but the one
         # that creates the board)
         of_a_board = "{boardId}" in operation.path and operation.operation_id != "createBoard"
         assert not of_a_board or 404 in statuses, where
         # a route that takes a body answers 413 for one over 256 KiB
         assert operation.request_schema() is None or 413 in statuses, where
-        for status in statuses - {200, 201, 202, 204}:
+        for status in statuses - NOT_ERRORS:
             error = operation.response(status)
             assert error is not None
             assert error["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
@@ -206,6 +213,38 @@ def test_only_the_read_routes_of_a_public_board_answer_without_a_token() -> None
 
     # Then they are the board's reads that publicRead opens, and nothing else
     assert anonymous == PUBLIC_READS
+
+
+def test_the_page_needs_no_token_in_the_document_nor_in_the_template() -> None:
+    # Given the page's operations, and the routes of template.yaml
+    page = [op for op in operations() if op.operation_id in PAGE]
+    routes = {(route.method, route.path): route for route in template.read().routes()}
+
+    # Then the document asks no token for them (an empty security list), and API Gateway
+    # calls no authorizer for them
+    assert {op.operation_id for op in page} == PAGE
+    for operation in page:
+        assert operation.spec["security"] == [], operation.operation_id
+        assert routes[(operation.method, operation.path)].authorizer is None, operation.path
+
+
+def test_every_get_documents_its_validators_and_the_304_they_earn() -> None:
+    # Given every GET of the document (podium.http makes each 200 of a GET conditional)
+    gets = [operation for operation in operations() if operation.method == "GET"]
+
+    # Then each takes If-None-Match, its 200 names ETag and Cache-Control, and it lists the
+    # 304 with no body
+    assert len(gets) >= 10
+    for operation in gets:
+        where = operation.operation_id
+        assert ("header", "If-None-Match") in operation.parameters, where
+        ok = operation.response(200)
+        assert ok is not None, where
+        assert {"ETag", "Cache-Control"} <= set(ok["headers"]), where
+        not_modified = operation.response(304)
+        assert not_modified is not None, where
+        assert "content" not in not_modified, where
+        assert "ETag" in not_modified["headers"], where
 
 
 def test_every_error_code_of_the_layer_is_in_the_error_schema() -> None:

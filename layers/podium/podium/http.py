@@ -10,11 +10,17 @@ it is does the same job. It keeps the interface and the answers of the one it re
 route decorators whose function gets the path's parameters as keyword arguments (taken
 from the raw ``path`` by the same pattern, so a handler decodes them as before),
 ``current_event``, ``lambda_context``, and proxy results with ``multiValueHeaders``.
+
+Every GET's 200 carries a strong ``ETag`` (a hash of its body) and ``Cache-Control:
+no-cache``, and a GET whose ``If-None-Match`` names that tag is answered 304 with no body
+(``conditional``): a client that polls an unchanged board gets a few bytes back instead
+of the page (docs/api.md, "Conditional reads").
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -178,6 +184,8 @@ class Resolver:
             response = self._call_route(method, path)
         except Exception as error:  # every failure answers, in the one place below
             response = answer_error(error)
+        if method == "GET":
+            response = conditional(response, self.current_event.headers.get("If-None-Match"))
         return response.to_proxy_result()
 
     def _call_route(self, method: str, path: str) -> Response:
@@ -212,6 +220,42 @@ def answer_error(error: Exception) -> Response:
         return response
     logger.exception("unhandled error")
     return error_response(500, "InternalError", "the request failed on our side; it changed nothing")
+
+
+# -- conditional reads: ETag and If-None-Match ----------------------------------------------
+
+# A cache (the browser's, a proxy's) may keep a GET's answer but must ask again before each
+# use: the tag makes asking cheap, and a board's answers change by the second.
+REVALIDATE = "no-cache"
+
+
+def entity_tag(body: str) -> str:
+    """A strong validator of ``body``: the first 128 bits of its SHA-256, quoted. Equal
+    bodies get equal tags in every function and every container, so the tag needs no
+    state and a 304 is never wrong: it is given only when the body would be the same."""
+    digest = hashlib.sha256(body.encode("utf-8")).digest()[:16]
+    return '"' + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii") + '"'
+
+
+def none_match(header: str, tag: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``tag``: ``*``, or a comma-separated list
+    compared weakly (RFC 9110, 13.1.2: a ``W/`` tag matches its strong twin)."""
+    listed = {item.strip().removeprefix("W/") for item in header.split(",")}
+    return "*" in listed or tag in listed
+
+
+def conditional(response: Response, if_none_match: str | None) -> Response:
+    """A GET's answer with its validator: a 200 gets ``ETag`` and ``Cache-Control``, and
+    becomes a 304 with no body when the request's ``If-None-Match`` names its tag. Any
+    other status is left alone (an error is never cached, nor a 304 given for one)."""
+    if response.status_code != 200 or response.body is None:
+        return response
+    tag = entity_tag(response.body)
+    validators = {"ETag": tag, "Cache-Control": REVALIDATE}
+    if if_none_match and none_match(if_none_match, tag):
+        return Response(status_code=304, body="", headers=validators)
+    response.headers.update(validators)
+    return response
 
 
 def create_app() -> Resolver:
