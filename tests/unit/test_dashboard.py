@@ -284,6 +284,10 @@ def emitted(
     for name in order:
         route = by_dir[name]
         run(route.function, route.code_dir, route.handler, load_event(name))
+    # the page's function serves two routes; its sample event is the first, GET /
+    page_asset = {**load_event("web"), "resource": "/web/{asset}", "path": "/web/page.css"}
+    page_asset["pathParameters"] = {"asset": "page.css"}
+    run(by_dir["web"].function, by_dir["web"].code_dir, by_dir["web"].handler, page_asset)
     client = boto3.client("dynamodb", region_name="us-east-1")
     stream = client.describe_table(TableName=moto_tables.table_name)["Table"]["LatestStreamArn"]
     records = StreamTail(boto3.client("dynamodbstreams", region_name="us-east-1"), stream).read()
