@@ -129,7 +129,7 @@ def drain(poller: Any, recorder: Recorder, profile: bool) -> tuple[int, float, W
     report = ""
     if profiler is not None:
         text = StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(45)
         report = text.getvalue()
     return poller.delivered - before, watched.last_batch - started, window, report
 
