@@ -19,6 +19,11 @@ dies between two steps leaves the tree as a reader may meet it, one change behin
 - **a split** reads the parent strongly consistent and writes the cut node, its new sibling
   and the parent in one transaction, on the condition that neither was written since.
 
+A batch from the stream (``apply_batch``) is written to its leaves a record at a time, in
+the stream's order, and its reports are sent once for the whole batch: each node's newest
+state, a level at a time, those for one parent in one request. If they fail, every record of
+the batch fails: redelivered, each finds its own entry and reports all the way to the root.
+
 A record replayed out of the stream's order (a redrive) is checked against its member's
 score item before it writes, and after: once the item is newer, it puts nothing, and takes
 back what it put (``counttree.withdraw``).
