@@ -15,7 +15,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import token redrive browser screenshots
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-streams token redrive browser screenshots
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -146,6 +146,9 @@ N ?= 100000
 
 bench-import: setup ## Import N members (default 100,000) from a generated CSV with `podium import` into a local stack of its own (or PODIUM_API's); members/second, then the board checked against the file: make bench-import N=10000
 	$(PY) -m bench.importrun --members $(N)
+
+bench-streams: setup ## Put N members (default 2,000) into a local stack with its stream consumers paused, then let each consumer alone catch up: records/s, DynamoDB requests, RCU and WCU per record (bench/streamrun.py): make bench-streams N=2000
+	$(PY) -m bench.streamrun --members $(if $(filter command line,$(origin N)),$(N),2000)
 
 bench-worst: setup $(VENV)/.bench-installed ## The worst case of every route alone, next to the bound of 500 RCU (bench/worst.py; SMALL=1: 20,000 members, minutes), into bench-data/worst/
 	$(PY) -m bench.worst $(if $(SMALL),--small,)

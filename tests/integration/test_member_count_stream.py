@@ -61,3 +61,48 @@ def test_a_redelivered_batch_counts_once(
     assert first == {"batchItemFailures": []}
     assert second == {"batchItemFailures": []}
     assert service.boards.get_board(board).member_count == 2
+
+
+def test_a_batch_of_more_records_than_a_transaction_holds_counts_each_once_across_redeliveries(
+    service: Services,
+    local_tables: Settings,
+    dynamodb_client: Any,
+    dynamodb_endpoint: str,
+    counter_handler: Any,
+) -> None:
+    # Given 130 members added to a new board and 7 of them deleted (the handler counts
+    # 99 records a transaction: these are two of them and more)
+    board = unique_id("many")
+    service.boards.put_board(board, board_request({}))
+    members = [f"m{n:03d}" for n in range(130)]
+    for member in members:
+        service.members.put_member(board, member, member_request({"score": Decimal(len(member))}))
+    gone = members[10:17]
+    for member in gone:
+        service.members.delete_member(board, member)
+    records = [
+        r
+        for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
+        if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"M#{board}#")
+    ]
+
+    # When the stream is delivered in two batches, then the second half again with what
+    # follows (a retry from a failed record on), then all of it once more
+    context = LambdaContext("AggregatorFunction")
+    half = len(records) // 2
+    parts = [records[:half], records[half // 2 : half + 40], records[half:], records]
+    delivered: set[str] = set()
+    for part in parts:
+        answer = counter_handler({"Records": part}, context)
+
+        # Then after each, no record failed, and the board counts each profile's INSERT
+        # and REMOVE delivered so far once
+        delivered.update(r["eventID"] for r in part)
+        expected = sum(
+            {"INSERT": 1, "REMOVE": -1}.get(r["eventName"], 0)
+            for r in records
+            if r["eventID"] in delivered and r["dynamodb"]["Keys"]["sk"]["S"] == "MEMBER"
+        )
+        assert answer == {"batchItemFailures": []}
+        assert service.boards.get_board(board).member_count == expected
+    assert expected == len(members) - len(gone)

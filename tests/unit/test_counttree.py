@@ -346,6 +346,7 @@ class LockStep:
         self.alive: set[str] = set()
         self.countdown: dict[str, int] = {}
         self.errors: list[BaseException] = []
+        self.for_good: set[str] = set()
 
     def gate(self) -> None:
         name = threading.current_thread().name
@@ -361,15 +362,22 @@ class LockStep:
             if left is not None:
                 self.countdown[name] = left - 1
                 if left <= 1:
-                    del self.countdown[name]
+                    if name not in self.for_good:
+                        del self.countdown[name]
                     raise Crash
 
-    def crash_in(self, steps: int | None) -> None:
+    def crash_in(self, steps: int | None, *, for_good: bool = False) -> None:
+        """Die at the ``steps``-th request from now; ``for_good``: at every request after
+        it too (the process died: nothing more of its invocation is done), until told
+        ``None``."""
         name = threading.current_thread().name
+        self.for_good.discard(name)
         if steps is None:
             self.countdown.pop(name, None)
         else:
             self.countdown[name] = steps
+            if for_good:
+                self.for_good.add(name)
 
     def run(self, bodies: dict[str, Callable[[], None]]) -> None:
         def body(name: str, work: Callable[[], None]) -> None:
@@ -450,6 +458,67 @@ class Delivery:
 
         return run
 
+    def batch_consumer(self, keeper: TreeKeeper, members: list[str]) -> Callable[[], None]:
+        """The same stream in batches (``TreeKeeper.apply_batch``: leaves per record, the
+        reports once per batch), as the aggregator applies them: a few records of a few
+        members, each member's in order; Lambda retries from the first record reported
+        failed (the records before it are done), or gives that one up to the redrive and
+        delivers the rest again."""
+
+        def run() -> None:
+            try:
+                deliver()
+            finally:
+                self.consumers_left -= 1
+
+        def deliver() -> None:
+            cursor = dict.fromkeys(members, 0)
+            rewinds = 0
+            while left := [m for m in members if cursor[m] < len(self.records[m])]:
+                batch = self.batch(left, cursor)
+                for member, index in batch:
+                    self.written[member] = max(self.written[member], index + 1)
+                steps = self.draw.randint(1, 12) if self.draw.random() < 0.15 else None
+                self.steps.crash_in(steps, for_good=self.draw.random() < 0.5)
+                changes = [self.records[member][index].change() for member, index in batch]
+                failed = keeper.apply_batch(TREE, changes)
+                self.steps.crash_in(None)
+                if self.draw.random() < 0.05:  # applied, but the answer was lost
+                    failed = {0}
+                first = min(failed, default=len(batch))
+                retry = bool(failed) and self.draw.random() < 0.7 and rewinds < 40
+                for member, index in reversed(batch):  # the first of each member's from there on
+                    cursor[member] = (
+                        index if (member, index) in batch[first:] else max(cursor[member], index + 1)
+                    )
+                if failed and retry:
+                    rewinds += 1
+                elif failed:  # given up after its retries: the redrive has it
+                    member, index = batch[first]
+                    self.given_up.append(self.records[member][index])
+                    cursor[member] = index + 1
+
+        return run
+
+    def batch(self, left: list[str], cursor: dict[str, int]) -> list[tuple[str, int]]:
+        """The next batch: one to three next records of up to three members, each member's
+        in order, the members' interleaved."""
+        queues = {
+            member: list(
+                range(
+                    cursor[member], min(len(self.records[member]), cursor[member] + self.draw.randint(1, 3))
+                )
+            )
+            for member in self.draw.sample(left, min(len(left), self.draw.randint(1, 3)))
+        }
+        batch: list[tuple[str, int]] = []
+        while queues:
+            member = self.draw.choice(sorted(queues))
+            batch.append((member, queues[member].pop(0)))
+            if not queues[member]:
+                del queues[member]
+        return batch
+
     def score_item(self, member: str) -> Callable[[], counttree.Version | None]:
         def newest() -> counttree.Version | None:
             mine = self.records[member]
@@ -475,6 +544,7 @@ class Delivery:
 ops = st.one_of(st.integers(0, 24), st.sampled_from(["hide", "delete"]))
 
 
+@pytest.mark.parametrize("batches", [False, True], ids=["record by record", "in batches"])
 @settings(max_examples=250)
 @given(
     st.lists(st.lists(ops, min_size=1, max_size=7), min_size=1, max_size=16),
@@ -482,7 +552,7 @@ ops = st.one_of(st.integers(0, 24), st.sampled_from(["hide", "delete"]))
     st.lists(st.text("0123456789#m~", max_size=5), min_size=1, max_size=30),
 )
 def test_random_histories_count_like_a_sorted_list_of_the_newest_keys(
-    histories: list[list[int | str]], seed: int, bounds: list[str]
+    batches: bool, histories: list[list[int | str]], seed: int, bounds: list[str]
 ) -> None:
     draw = random.Random(seed)  # the order of the requests, and of the deliveries
     # Given members' histories, split between two consumers, and a tree of small nodes
@@ -492,6 +562,7 @@ def test_random_histories_count_like_a_sorted_list_of_the_newest_keys(
         steps = LockStep(draw)
         store = MemoryTree(gate=steps.gate)
         delivery = Delivery(records, draw, steps)
+        consumer = delivery.batch_consumer if batches else delivery.consumer
         reader = TreeReader(store)  # reads along the way: its shape goes stale
         seen: list[list[int]] = []
 
@@ -502,8 +573,8 @@ def test_random_histories_count_like_a_sorted_list_of_the_newest_keys(
         # When they are applied, every request of each interleaved with the others'
         steps.run(
             {
-                "first": delivery.consumer(TreeKeeper(store), members[0::2]),
-                "second": delivery.consumer(TreeKeeper(store), members[1::2]),
+                "first": consumer(TreeKeeper(store), members[0::2]),
+                "second": consumer(TreeKeeper(store), members[1::2]),
                 "redrive": delivery.redrive(TreeKeeper(store)),
                 "reader": read_along,
             }

@@ -70,3 +70,30 @@ def test_the_records_of_a_redrive_replay_go_to_the_consumers_replay() -> None:
         {"Records": [_record(3)], REPLAY: True}, Context()
     )
     assert plain == ["e3"]
+
+
+def test_the_batch_work_of_a_redrive_replay_is_its_own_when_given() -> None:
+    # Given a consumer whose batch work differs for the redrive's events (the aggregator)
+    prepared: list[tuple[str, list[str]]] = []
+
+    def prepare(kind: str) -> Any:
+        def work(records: list[dict[str, Any]]) -> set[str]:
+            prepared.append((kind, [r["eventID"] for r in records]))
+            return set()
+
+        return work
+
+    handler = stream_entrypoint(
+        lambda record: None,
+        metric="Test",
+        prepare=prepare("stream"),
+        replay=lambda record: None,
+        prepare_replay=prepare("replay"),
+    )
+
+    # When the stream delivers a batch, and the redrive an event it built
+    handler({"Records": [_record(1)]}, Context())
+    handler({"Records": [_record(2)], REPLAY: True}, Context())
+
+    # Then each batch went to its own batch work
+    assert prepared == [("stream", ["e1"]), ("replay", ["e2"])]

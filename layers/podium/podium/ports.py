@@ -40,6 +40,13 @@ class BoardStore(Protocol):
     def apply_member_count(
         self, event_id: str, board_id: str, delta: int, period: str | None = None, expires: int | None = None
     ) -> bool: ...
+    def apply_member_counts(
+        self,
+        board_id: str,
+        changes: Sequence[tuple[str, int]],
+        period: str | None = None,
+        expires: int | None = None,
+    ) -> None: ...
     def view(
         self,
         board_id: str,

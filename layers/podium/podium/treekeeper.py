@@ -19,6 +19,11 @@ dies between two steps leaves the tree as a reader may meet it, one change behin
 - **a split** reads the parent strongly consistent and writes the cut node, its new sibling
   and the parent in one transaction, on the condition that neither was written since.
 
+A batch from the stream (``apply_batch``) is written to its leaves a record at a time, in
+the stream's order, and its reports are sent once for the whole batch: each node's newest
+state, a level at a time, those for one parent in one request. If they fail, every record of
+the batch fails: redelivered, each finds its own entry and reports all the way to the root.
+
 A record replayed out of the stream's order (a redrive) is checked against its member's
 score item before it writes, and after: once the item is newer, it puts nothing, and takes
 back what it put (``counttree.withdraw``).
@@ -30,7 +35,8 @@ guarded, so doing one again changes nothing it should not.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from podium.counttree import (
@@ -61,6 +67,8 @@ from podium.ports import TreeStore
 MAX_ATTEMPTS = 16  # starts of one record over, after the shape changed under it
 MAX_WRITES = 32  # writes of one leaf or splits of one node overtaken by other writers
 SHAPES_CACHED = 64  # boards and periods whose shape a keeper remembers
+
+log = logging.getLogger(__name__)
 
 # The member's score item's version now (None: there is none), read for a replayed record.
 Newest = Callable[[], Version | None]
@@ -102,6 +110,11 @@ def enqueue(pending: dict[NodeId, Pending], node_id: NodeId, report: Pending) ->
     pending[node_id] = report
 
 
+def to_the_root(pending: dict[NodeId, Pending]) -> dict[NodeId, Pending]:
+    """The same reports, each going all the way to the root."""
+    return {node_id: replace(report, full=True) for node_id, report in pending.items()}
+
+
 class TreeKeeper:
     def __init__(self, store: TreeStore) -> None:
         self.store = store
@@ -122,13 +135,62 @@ class TreeKeeper:
             if newest is not None:  # read again on every attempt: the writers go on
                 change = replace(change, superseded=newer(newest(), change.version))
             try:
-                self._apply(tree, change, newest)
+                self._report(tree, self._write(tree, change, newest))
                 return
             except ShapeChanged:  # the paths of the record, then all if that was not it
                 self.shape(tree).forget(change.touched() if attempt == 0 else None)
         raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the record")
 
-    def _apply(self, tree: Tree, change: Change, newest: Newest | None) -> None:
+    def apply_batch(self, tree: Tree, changes: Sequence[Change]) -> set[int]:
+        """Apply a batch of records from the stream, in its order, to their leaves, then
+        report the batch's counts once, a node at a time: a parent takes one report for all
+        the records that changed its children, not one per record. The positions of the
+        records that failed (all of them when the reports fail: their redelivery meets its
+        own entries and reports all the way to the root, as a record's does after a crash
+        between its leaf and its reports)."""
+        pending: dict[NodeId, Pending] = {}
+        failed: set[int] = set()
+        for position, change in enumerate(changes):
+            try:
+                for report_id, report in self._written(tree, change).items():
+                    enqueue(pending, report_id, report)
+            except Exception:
+                log.exception("a record of the count tree of %s failed", tree.board_id)
+                failed.add(position)
+        try:
+            self._report_all(tree, pending)
+        except Exception:
+            log.exception("the reports of a batch to the count tree of %s failed", tree.board_id)
+            return set(range(len(changes)))
+        return failed
+
+    def _written(self, tree: Tree, change: Change) -> dict[NodeId, Pending]:
+        """One record's leaf writes (and splits), started again on a fresh path when the
+        shape changed; what they leave to report."""
+        if not change.touched():
+            return {}
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                return self._write(tree, change, None)
+            except ShapeChanged:
+                self.shape(tree).forget(change.touched() if attempt == 0 else None)
+        raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the record")
+
+    def _report_all(self, tree: Tree, pending: dict[NodeId, Pending]) -> None:
+        """Report a batch's pending nodes. When the shape changed under them, forget it and
+        report them all again, all the way to the root: every report is guarded by ``sv``,
+        so what was reported already is refused, and goes on from the parent as it is."""
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                self._report(tree, dict(pending) if attempt == 0 else to_the_root(pending))
+                return
+            except ShapeChanged:
+                self.shape(tree).forget()
+        raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the batch")
+
+    def _write(self, tree: Tree, change: Change, newest: Newest | None) -> dict[NodeId, Pending]:
+        """A record's leaf writes (and the splits they call for); the nodes whose state goes
+        to their parents."""
         leaves: dict[NodeId, list[str]] = {}
         for key in change.touched():
             leaves.setdefault(self._path(tree, key)[-1], []).append(key)
@@ -151,7 +213,7 @@ class TreeKeeper:
                 self._split(tree, leaf_id, leaf, full, pending, change.now)
             elif changed or full:
                 enqueue(pending, leaf_id, Pending(0, Count(leaf.total, leaf.sv), full))
-        self._report(tree, pending)
+        return pending
 
     # -- the leaves -----------------------------------------------------------------------
 
@@ -294,11 +356,39 @@ class TreeKeeper:
             if after.total != node.total or full:
                 enqueue(pending, parent_id, Pending(level, Count(after.total, after.sv), full))
         elif len(children) > 1:  # some of them may still be newer than what the parent has
-            for child_id, report in children.items():
-                self._report_to(tree, parent_id, level, {child_id: report}, pending)
+            self._report_newer(tree, parent_id, level, children, node, pending)
         else:  # a newer report is there, and its writer may have died before going further
             self.shape(tree).learn([node])
             enqueue(pending, parent_id, Pending(level, Count(node.total, node.sv), full))
+
+    def _report_newer(
+        self,
+        tree: Tree,
+        parent_id: NodeId,
+        level: int,
+        children: dict[NodeId, Pending],
+        parent: Inner,
+        pending: dict[NodeId, Pending],
+    ) -> None:
+        """After a report of several children was refused: the parent as the refusal found
+        it holds newer states of some (a split of one, another writer); those go on with
+        the parent as it is, and the others are reported again together (one at a time
+        when the parent shows none newer: it changed since)."""
+        held = {
+            child_id: report
+            for child_id, report in children.items()
+            if parent.children[child_id[1]].sv >= report.count.sv
+        }
+        if not held:
+            for child_id, report in children.items():
+                self._report_to(tree, parent_id, level, {child_id: report}, pending)
+            return
+        self.shape(tree).learn([parent])
+        full = any(report.full for report in held.values())
+        enqueue(pending, parent_id, Pending(level, Count(parent.total, parent.sv), full))
+        rest = {child_id: report for child_id, report in children.items() if child_id not in held}
+        if rest:
+            self._report_to(tree, parent_id, level, rest, pending)
 
     # -- the path ---------------------------------------------------------------------------
 

@@ -3,11 +3,15 @@ gathers what a ranking read needs first."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
 from podium.models import EMPTY_DATA_BYTES, Board, BoardPolicy, View
+
+# A transaction holds at most 100 actions: the records' marks and the count.
+COUNTS_PER_TRANSACTION = 99
 
 NOTED_BOARDS = 10_000  # boards whose data size one instance remembers (``DataSizes``)
 
@@ -96,26 +100,67 @@ class Boards:
         """Add ``delta`` to the board's memberCount (or, with ``period``, to that period's
         count of a time-windowed board) once per stream record; False when this record was
         applied before (a redelivery), or when the board is gone."""
-        if period is None:
-            counter: dict[str, Any] = {
-                "Key": schema.board_key(board_id),
-                "UpdateExpression": "ADD memberCount :d",
-                "ConditionExpression": "attribute_exists(pk)",
-                "ExpressionAttributeValues": {":d": {"N": str(delta)}},
-            }
-        else:
-            counter = {
-                "Key": schema.period_count_key(board_id, period),
-                "UpdateExpression": "ADD memberCount :d SET #ttl = :ttl",
-                "ExpressionAttributeNames": {"#ttl": "ttl"},
-                "ExpressionAttributeValues": {":d": {"N": str(delta)}, ":ttl": {"N": str(expires or 0)}},
-            }
+        counter = self._counter(board_id, delta, period, expires)
         codes = self.tables.transact([self.tables.mark_put(schema.count_mark(event_id)), {"Update": counter}])
         if codes is None:
             return True
         if "ConditionalCheckFailed" in codes:
             return False  # applied before, or the board is gone: nothing to count
         raise RuntimeError(f"the member count was not applied: {codes}")
+
+    def apply_member_counts(
+        self,
+        board_id: str,
+        changes: Sequence[tuple[str, int]],
+        period: str | None = None,
+        expires: int | None = None,
+    ) -> None:
+        """``apply_member_count`` for many stream records, ``(eventID, delta)``: their marks
+        and the sum of their deltas in one transaction per ``COUNTS_PER_TRANSACTION``
+        records, not one each. A record applied before (its mark exists: a redelivery)
+        cancels the transaction; its reasons name the marks found, and the rest is tried
+        again without them, once, then one record at a time."""
+        for start in range(0, len(changes), COUNTS_PER_TRANSACTION):
+            left = list(changes[start : start + COUNTS_PER_TRANSACTION])
+            for _ in range(2):
+                codes = self._count_together(board_id, left, period, expires)
+                if codes is None or codes[-1] == "ConditionalCheckFailed":
+                    left = []  # applied; or the board is gone, with nothing to count
+                    break
+                applied = {n for n, code in enumerate(codes[:-1]) if code == "ConditionalCheckFailed"}
+                if not applied:
+                    raise RuntimeError(f"the member counts were not applied: {codes}")
+                left = [change for n, change in enumerate(left) if n not in applied]
+                if not left:
+                    break
+            for event_id, delta in left:
+                self.apply_member_count(event_id, board_id, delta, period, expires)
+
+    def _count_together(
+        self, board_id: str, changes: list[tuple[str, int]], period: str | None, expires: int | None
+    ) -> list[str] | None:
+        """One transaction: the records' marks, then their deltas' sum added to the count;
+        None when it committed, else the cancellation codes (the count's last)."""
+        marks = [self.tables.mark_put(schema.count_mark(event_id)) for event_id, _ in changes]
+        counter = self._counter(board_id, sum(delta for _, delta in changes), period, expires)
+        return self.tables.transact([*marks, {"Update": counter}])
+
+    @staticmethod
+    def _counter(board_id: str, delta: int, period: str | None, expires: int | None) -> dict[str, Any]:
+        """The update that adds ``delta`` to the board's memberCount, or to the period's."""
+        if period is None:
+            return {
+                "Key": schema.board_key(board_id),
+                "UpdateExpression": "ADD memberCount :d",
+                "ConditionExpression": "attribute_exists(pk)",
+                "ExpressionAttributeValues": {":d": {"N": str(delta)}},
+            }
+        return {
+            "Key": schema.period_count_key(board_id, period),
+            "UpdateExpression": "ADD memberCount :d SET #ttl = :ttl",
+            "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": {":d": {"N": str(delta)}, ":ttl": {"N": str(expires or 0)}},
+        }
 
     def view(
         self,

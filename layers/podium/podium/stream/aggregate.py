@@ -9,6 +9,10 @@ record's own event id (a mark), the count tree by the score item's version, whic
 entries carry (docs/count-tree.md). A record the redrive replays, out of the stream's
 order, is applied as ``replayed``: the tree then checks it against the member's score
 item.
+
+The stream's batches are applied a batch at a time where a batch can carry many records in
+one request (``keep_batch``: the counts, the tree's reports, the heads), and a record at a
+time where it cannot (``roll_up``); docs/streams.md, "Throughput".
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from datetime import datetime
 
 from podium.models import BoardSettings
 from podium.ports import Repositories
-from podium.stream.counts import apply_count
+from podium.stream.counts import apply_count, apply_counts
 from podium.stream.records import Record, score_record
 from podium.stream.rollups import roll_up
 from podium.stream.upkeep import RankUpkeep
@@ -35,12 +39,20 @@ class Aggregator:
         self.upkeep = RankUpkeep(db.structures, db.index, db.tree, db.members, settings_of, clock)
 
     def apply(self, record: Record, *, replayed: bool = False) -> None:
+        """Every effect of one record: its count, its tree, its rollups (a replay, and
+        tests that apply records one by one; the stream's batches take ``keep_batch`` and
+        ``roll_up``)."""
         apply_count(self.db.boards, self.settings_of, record)
         score = score_record(record)
         if score is None:
             return
         self.upkeep.keep_tree(score, replayed=replayed)
-        if score.new is not None and (score.changed or score.event_name == "INSERT"):
+        self.roll_up(record)
+
+    def roll_up(self, record: Record) -> None:
+        """The record's rollups into the boards of ``rollupTo``."""
+        score = score_record(record)
+        if score is not None and score.new is not None and (score.changed or score.event_name == "INSERT"):
             for target in self.settings_of(score.board_id).rollup_to:
                 roll_up(self.db.members, self.settings_of, self.clock, score, target)
 
@@ -49,3 +61,12 @@ class Aggregator:
         eventIDs of the records whose head could not be written."""
         changes = [change for change in map(score_record, records) if change is not None]
         return self.upkeep.keep_heads(changes)
+
+    def keep_batch(self, records: list[Record]) -> set[str]:
+        """Per batch from the stream: the heads, the counts (one transaction per count and
+        99 records) and the count trees (the leaves per record, the reports per batch);
+        the eventIDs of the records any of them failed on."""
+        changes = [change for change in map(score_record, records) if change is not None]
+        failed = self.upkeep.keep_heads(changes)
+        failed |= apply_counts(self.db.boards, self.settings_of, records)
+        return failed | self.upkeep.keep_trees(changes)

@@ -28,6 +28,7 @@ def stream_entrypoint(
     metric: str,
     prepare: Callable[[list[dict[str, Any]]], set[str]] | None = None,
     replay: Callable[[dict[str, Any]], None] | None = None,
+    prepare_replay: Callable[[list[dict[str, Any]]], set[str]] | None = None,
 ) -> LambdaHandler:
     """A handler that applies ``apply`` to each record of a DynamoDB stream batch and
     reports the records that raised, by sequence number, so Lambda retries from the first
@@ -36,13 +37,16 @@ def stream_entrypoint(
     ``prepare`` handles work done per batch rather than per record (the fold, the heads);
     it returns the eventIDs of the records it failed on, which are reported as failures
     too. ``replay``, when given, applies the records of an event the redrive built
-    (``records.is_replay``): they may come after newer records of their items."""
+    (``records.is_replay``): they may come after newer records of their items; the batch
+    work of such an event is ``prepare_replay`` (by default ``prepare``)."""
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         records: list[dict[str, Any]] = list(event.get("Records", []))
         metrics.add_metric(name=metric, unit=MetricUnit.Count, value=len(records))
-        failed = prepare(records) if prepare is not None else set()
-        applying = replay if replay is not None and is_replay(event) else apply
+        replaying = replay is not None and is_replay(event)
+        batch_work = prepare_replay if replaying and prepare_replay is not None else prepare
+        failed = batch_work(records) if batch_work is not None else set()
+        applying = replay if replay is not None and replaying else apply
         failures = []
         for record in records:
             try:

@@ -125,7 +125,27 @@ class RankUpkeep:
         found = self.index_head(board_id, period, heads.LADDER_REACH)
         return heads.from_index(found, member_of_key, version)
 
-    # -- the count tree: once per stream record -----------------------------------------
+    # -- the count tree: leaves per record, reports per batch -------------------------------
+
+    def keep_trees(self, records: Sequence[ScoreRecord]) -> set[str]:
+        """Apply a batch of records from the stream to the count trees of their boards and
+        periods: each record to its leaves in the stream's order, then the counts reported
+        once per tree and node (``TreeKeeper.apply_batch``); the eventIDs of the records
+        that failed (they are retried)."""
+        groups: dict[tuple[str, str], list[ScoreRecord]] = {}
+        for record in records:
+            groups.setdefault((record.board_id, record.period), []).append(record)
+        failed: set[str] = set()
+        for (board_id, period), changes in groups.items():
+            tree = Tree(board_id, period, self._expires(board_id, period))
+            now = int(self.clock().timestamp())
+            positions = self.keeper.apply_batch(tree, [self._change(change, now) for change in changes])
+            failed.update(changes[position].event_id for position in positions)
+        return failed
+
+    @staticmethod
+    def _change(record: ScoreRecord, now: int) -> Change:
+        return Change(record.member_id, record.old_sort_key, record.new_sort_key, record.version, now)
 
     def keep_tree(self, record: ScoreRecord, *, replayed: bool = False) -> None:
         """Apply the record to the board's count tree of its period: every record of a
@@ -137,13 +157,7 @@ class RankUpkeep:
         its member's score item, read strongly consistent, so that it cannot count the
         member twice (``TreeKeeper.apply``, docs/count-tree.md "Replays")."""
         board_id, period = record.board_id, record.period
-        change = Change(
-            record.member_id,
-            record.old_sort_key,
-            record.new_sort_key,
-            record.version,
-            int(self.clock().timestamp()),
-        )
+        change = self._change(record, int(self.clock().timestamp()))
         tree = Tree(board_id, period, self._expires(board_id, period))
         self.keeper.apply(tree, change, self._newest(record) if replayed else None)
 
