@@ -197,22 +197,13 @@ def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
         )
         assert [e["score"] for e in top["entries"]] == expected
 
-        # And the stream consumers caught up by themselves: memberCount, the head and every
-        # member's rank (counted from the count tree) agree, and no record was given up on
+        # And the stream consumers caught up by themselves: memberCount and the head agree,
+        # and no record was given up on
         def stream_applied() -> None:
             got = decimal_json(requests.get(f"{url}/boards/{board}", timeout=TIMEOUT))
             assert got["memberCount"] == len(scores)
             head = decimal_json(requests.get(f"{url}/boards/{board}/top?limit=100", timeout=TIMEOUT))
             assert [e["score"] for e in head["entries"]] == expected
-            for member, score in scores.items():
-                rank = decimal_json(
-                    requests.get(f"{url}/boards/{board}/members/{member}/rank", timeout=TIMEOUT)
-                )
-                assert (rank["score"], rank["rank"], rank["total"]) == (
-                    score,
-                    1 + sum(1 for other in scores.values() if other > score),
-                    len(scores),
-                ), (member, rank)
 
         eventually(stream_applied, timeout=60)
         assert stack.queued() == 0
@@ -221,8 +212,8 @@ def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
         # expects a quiet board). The checks above do not show that: the aggregator writes a
         # batch's head and memberCount before its count tree, a leaf write per record, and
         # after the rewind its first batch is the whole stream, so the tree trails them until
-        # that batch is done; and ranks agree with a member's entry at an old key when no
-        # other member's score lies between. A difference that stays is a fault.
+        # that batch is done (on a board this small, ranks count the index, not the tree). A
+        # difference that stays is a fault: it fails here when the minute is out.
         table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
 
         def checker_finds_nothing() -> ConsistencyReport:
