@@ -30,6 +30,7 @@ import requests
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal
 from podium.config import Settings
+from podium.consistency import ConsistencyReport
 from tests.conftest import StackLauncher
 from tests.helpers import decimal_json, eventually, unique_id, verify_board
 
@@ -207,8 +208,18 @@ def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
         eventually(stream_applied, timeout=60)
         assert stack.queued() == 0
 
-        # And the consistency checker finds nothing to repair
+        # And the consistency checker finds nothing to repair, once the stream is drained (it
+        # expects a quiet board). The checks above do not show that: the aggregator writes a
+        # batch's head and memberCount before its count tree, a leaf write per record, and
+        # after the rewind its first batch is the whole stream, so the tree trails them until
+        # that batch is done (on a board this small, ranks count the index, not the tree). A
+        # difference that stays is a fault: it fails here when the minute is out.
         table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
-        report = verify_board(Settings(table_name=table), board, endpoint=on_disk_dynamodb.endpoint)
-        assert report.ok, [d.detail for d in report.differences]
+
+        def checker_finds_nothing() -> ConsistencyReport:
+            report = verify_board(Settings(table_name=table), board, endpoint=on_disk_dynamodb.endpoint)
+            assert report.ok, [d.detail for d in report.differences]
+            return report
+
+        report = eventually(checker_finds_nothing, timeout=60, interval=1.0)
         assert report.counts["members"] == len(scores), report.counts
