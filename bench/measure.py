@@ -19,8 +19,7 @@ from typing import Any
 
 from devstack import template
 from podium.config import Settings
-
-READ_OPERATIONS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
+from podium.dal import usage
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class Call:
 
     @property
     def is_read(self) -> bool:
-        return self.operation in READ_OPERATIONS
+        return self.operation in usage.READ_OPERATIONS
 
     @property
     def billed(self) -> float:
@@ -86,29 +85,21 @@ def rounds(calls: list[Call]) -> int:
 
 
 def _capacity(consumed: Any) -> tuple[float, float]:
+    """The request's units (``usage.capacity_units``, as the service's own metrics count
+    them), and the part of them spent on indexes (``ReturnConsumedCapacity=INDEXES``)."""
     entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
-    total = 0.0
-    on_indexes = 0.0
-    for entry in entries:
-        total += float(entry.get("CapacityUnits", 0.0))
-        for index in (entry.get("GlobalSecondaryIndexes") or {}).values():
-            on_indexes += float(index.get("CapacityUnits", 0.0))
-    return total, on_indexes
+    on_indexes = sum(
+        float(index.get("CapacityUnits", 0.0))
+        for entry in entries
+        for index in (entry.get("GlobalSecondaryIndexes") or {}).values()
+    )
+    return usage.capacity_units(consumed), on_indexes
 
 
 def _items(operation: str, parsed: dict[str, Any]) -> tuple[int, int]:
-    if operation in ("Query", "Scan"):
-        return int(parsed.get("ScannedCount", 0)), int(parsed.get("Count", 0))
-    if operation == "GetItem":
-        found = 1 if parsed.get("Item") else 0
-        return found, found
-    if operation == "BatchGetItem":
-        found = sum(len(items) for items in (parsed.get("Responses") or {}).values())
-        return found, found
-    if operation == "TransactGetItems":
-        found = sum(1 for response in parsed.get("Responses") or [] if response.get("Item"))
-        return found, found
-    return 0, 0
+    """The items the request went through (``usage.items_read``) and those it returned."""
+    read = usage.items_read(operation, parsed)
+    return read, int(parsed.get("Count", 0)) if operation in ("Query", "Scan") else read
 
 
 class Recorder:
