@@ -29,6 +29,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from devstack.browser import DESKTOP, PHONE, emulate_screen, start_chromium
 from devstack.stack import STATE, Stack
+from podium_client import local_token
 
 ROOT = Path(__file__).resolve().parent.parent
 PICTURES = ROOT / "docs" / "img"
@@ -56,10 +57,8 @@ def local_stack() -> Iterator[str]:
 class Admin:
     def __init__(self, url: str) -> None:
         self.url = url
-        minted = requests.post(f"{url}/_local/token", json={"role": "admin"}, timeout=TIMEOUT)
-        minted.raise_for_status()
         self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Bearer {minted.json()['token']}"
+        self.session.headers["Authorization"] = f"Bearer {local_token(url, 'admin')}"
 
     def send(self, method: str, path: str, body: str) -> None:
         """``body`` is JSON text, sent as written (scores are exact decimals)."""
