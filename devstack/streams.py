@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from devstack.functions import FunctionPool, LambdaContext
+from devstack.streamtail import StreamTail
 from devstack.template import StreamConsumer
 from podium.dal.streams import lambda_record
 from podium.stream.filters import matches, wanted
@@ -54,42 +55,6 @@ DATABASE_WAIT = 0.5  # between checks whether an unreachable database answers ag
 # kill can take back the last effects a consumer wrote (docs/operations.md, "After a crash").
 REWIND_SECONDS = 5.0
 CHECKPOINT_HISTORY = 60.0
-
-
-class StreamTail:
-    """A table stream's records from where the last ``read`` stopped, shard by shard, as
-    the event source mapping hands them over; a shard seen for the first time is read from
-    its start. For tests and the benchmark, which read a stream themselves
-    (``StreamPoller`` is the stand-in for Lambda)."""
-
-    def __init__(self, streams: Any, stream_arn: str) -> None:
-        self.streams = streams
-        self.arn = stream_arn
-        self._iterators: dict[str, str | None] = {}
-
-    @classmethod
-    def of_table(cls, client: Any, endpoint: str, table: str) -> StreamTail:
-        import boto3
-
-        arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
-        return cls(boto3.client("dynamodbstreams", endpoint_url=endpoint), arn)
-
-    def read(self) -> list[dict[str, Any]]:
-        for shard in self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]:
-            if shard["ShardId"] not in self._iterators:
-                self._iterators[shard["ShardId"]] = self.streams.get_shard_iterator(
-                    StreamArn=self.arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
-        records: list[dict[str, Any]] = []
-        for shard_id, iterator in list(self._iterators.items()):
-            while iterator:
-                response = self.streams.get_records(ShardIterator=iterator, Limit=1000)
-                records.extend(lambda_record(dict(record), self.arn) for record in response["Records"])
-                iterator = response.get("NextShardIterator")
-                if not response["Records"]:
-                    break
-            self._iterators[shard_id] = iterator
-        return records
 
 
 @dataclass

@@ -15,6 +15,7 @@ import requests
 
 if TYPE_CHECKING:
     from bench.measure import Recorder, Sample
+    from devstack.streamtail import StreamTail
     from podium.config import Settings
     from podium.consistency import ConsistencyReport
     from podium.models import Page
@@ -97,11 +98,37 @@ def assert_equal(actual: object, expected: object) -> None:
     assert actual == expected
 
 
-def stream_records(client: Any, endpoint: str, table: str) -> list[dict[str, Any]]:
-    """Every record on the table's stream, as the Lambda event source mapping delivers them."""
-    from devstack.streams import StreamTail
+# How far each table's stream has been read past, by shard: where the last tail that
+# ``stream_tail_from_now`` made began. The integration tests share one table, whose stream
+# grows with every test; reading it from its start for each test made the session's stream
+# reads grow with the square of its length.
+_STREAM_READ_PAST: dict[tuple[str, str], dict[str, str]] = {}
 
-    return StreamTail.of_table(client, endpoint, table).read()
+
+def stream_tail_from_now(client: Any, endpoint: str, table: str) -> StreamTail:
+    """A tail of the table's stream that hands over the records written from now on, as the
+    Lambda event source mapping delivers them. What came before belongs to other tests: it
+    is read past once, from where the previous such tail began."""
+    from devstack.streamtail import StreamTail
+
+    key = (endpoint, table)
+    past = StreamTail.of_table(client, endpoint, table, after=_STREAM_READ_PAST.get(key))
+    past.read()
+    _STREAM_READ_PAST[key] = dict(past.positions)
+    return StreamTail(past.streams, past.arn, after=past.positions)
+
+
+class TableStream:
+    """The table's stream records written since it was made: all of them on each call to
+    ``records``, for a test that looks at the stream more than once."""
+
+    def __init__(self, client: Any, endpoint: str, table: str) -> None:
+        self.tail = stream_tail_from_now(client, endpoint, table)
+        self.seen: list[dict[str, Any]] = []
+
+    def records(self) -> list[dict[str, Any]]:
+        self.seen += self.tail.read()
+        return list(self.seen)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import pytest
 from podium.config import Settings
 from podium.dal import Database
 from podium.wiring import Services
-from tests.helpers import Metered, TickingClock, small_head
+from tests.helpers import Metered, TableStream, TickingClock, small_head
 
 pytestmark = pytest.mark.integration
 
@@ -23,6 +23,12 @@ def store(local_tables: Settings, dynamodb_client: Any) -> Database:
 @pytest.fixture
 def service(store: Database) -> Services:
     return Services(store, clock=TickingClock())
+
+
+@pytest.fixture
+def table_stream(local_tables: Settings, dynamodb_client: Any, dynamodb_endpoint: str) -> TableStream:
+    """The shared table's stream records written since the test began (``records()``)."""
+    return TableStream(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from devstack.streams import StreamTail
 from podium import keys
 from podium.config import Settings
 from podium.consistency import ConsistencyReport, Difference, Kind
@@ -21,7 +20,7 @@ from podium.dal import Database
 from podium.stream.records import is_event_insert
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
-from tests.helpers import TickingClock, small_head, unique_id, verify_board
+from tests.helpers import TickingClock, small_head, stream_tail_from_now, unique_id, verify_board
 from tests.treestore import small_nodes
 
 pytestmark = pytest.mark.integration
@@ -33,8 +32,7 @@ class Stream:
 
     def __init__(self, service: Services, client: Any, endpoint: str, table: str, board: str) -> None:
         self.service = service
-        self.tail = StreamTail.of_table(client, endpoint, table)
-        self.tail.read()  # what came before belongs to other tests
+        self.tail = stream_tail_from_now(client, endpoint, table)  # what came before is others'
         self.prefixes = (f"M#{board}#", f"P#{board}#")
         self.delivered = 0
 

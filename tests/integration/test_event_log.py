@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from podium.config import Settings
 from podium.errors import ValidationError
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
-from tests.helpers import stream_records, unique_id
+from tests.helpers import TableStream, unique_id
 
 pytestmark = pytest.mark.integration
 
@@ -27,9 +26,7 @@ def _events(*events: tuple[str, Any, str | None]) -> Any:
     return events_request(body)
 
 
-def test_logged_events_fold_once_and_read_fresh_before(
-    service: Services, local_tables: Settings, dynamodb_client: Any, dynamodb_endpoint: str
-) -> None:
+def test_logged_events_fold_once_and_read_fresh_before(service: Services, table_stream: TableStream) -> None:
     # Given an image with 10 views, and views logged: one id sent twice, one reused for
     # another image, one for an image that does not exist
     board = unique_id("views")
@@ -50,9 +47,7 @@ def test_logged_events_fold_once_and_read_fresh_before(
 
     # When the stream delivers the log to the fold, twice
     records = [
-        r
-        for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
-        if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"P#{board}#")
+        r for r in table_stream.records() if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"P#{board}#")
     ]
     folder = service.folder
     assert folder.fold(records) == set()

@@ -23,7 +23,7 @@ from podium.models import Notification
 from podium.stream.notify import Notifier
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import stream_records, unique_id
+from tests.helpers import TableStream, unique_id
 
 pytestmark = pytest.mark.integration
 
@@ -48,14 +48,14 @@ def board(service: Services) -> str:
 
 
 @pytest.fixture
-def feed(local_tables: Settings, dynamodb_client: Any, dynamodb_endpoint: str, board: str) -> Feed:
+def feed(table_stream: TableStream, board: str) -> Feed:
     """The board's stream records not yet fed (members, follower edges and inboxes)."""
     seen: set[str] = set()
 
     def records() -> list[dict[str, Any]]:
         fresh = [
             r
-            for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
+            for r in table_stream.records()
             if f"#{board}#" in r["dynamodb"]["Keys"]["pk"]["S"] and r["eventID"] not in seen
         ]
         seen.update(r["eventID"] for r in fresh)

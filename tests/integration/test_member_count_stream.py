@@ -14,7 +14,7 @@ from podium import wiring
 from podium.config import Settings
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import stream_records, unique_id
+from tests.helpers import TableStream, unique_id
 
 pytestmark = pytest.mark.integration
 
@@ -35,9 +35,7 @@ def counter_handler(
 
 def test_a_redelivered_batch_counts_once(
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
     counter_handler: Any,
 ) -> None:
     # Given three members added and one deleted on a new board
@@ -48,9 +46,7 @@ def test_a_redelivered_batch_counts_once(
     service.members.submit_score(board, "a", Decimal(5))
     service.members.delete_member(board, "b")
     records = [
-        r
-        for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
-        if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"M#{board}#")
+        r for r in table_stream.records() if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"M#{board}#")
     ]
 
     # When the stream's batch is delivered, and then delivered again
@@ -65,9 +61,7 @@ def test_a_redelivered_batch_counts_once(
 
 def test_a_batch_of_more_records_than_a_transaction_holds_counts_each_once_across_redeliveries(
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
     counter_handler: Any,
 ) -> None:
     # Given 130 members added to a new board and 7 of them deleted (the handler counts
@@ -81,9 +75,7 @@ def test_a_batch_of_more_records_than_a_transaction_holds_counts_each_once_acros
     for member in gone:
         service.members.delete_member(board, member)
     records = [
-        r
-        for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
-        if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"M#{board}#")
+        r for r in table_stream.records() if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"M#{board}#")
     ]
 
     # When the stream is delivered in two batches, then the second half again with what

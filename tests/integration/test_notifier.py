@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from podium.config import Settings
 from podium.models import Notification
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import stream_records, unique_id
+from tests.helpers import TableStream, unique_id
 
 pytestmark = pytest.mark.integration
 
@@ -32,14 +31,14 @@ Feed = Callable[[str], list[dict[str, Any]]]
 
 
 @pytest.fixture
-def feed(local_tables: Settings, dynamodb_client: Any, dynamodb_endpoint: str) -> Feed:
+def feed(table_stream: TableStream) -> Feed:
     """The stream records of one board not yet fed, in stream order."""
     seen: set[str] = set()
 
     def records_of(board: str) -> list[dict[str, Any]]:
         fresh = [
             r
-            for r in stream_records(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
+            for r in table_stream.records()
             if r["dynamodb"]["Keys"]["pk"]["S"].startswith(f"M#{board}#") and r["eventID"] not in seen
         ]
         seen.update(r["eventID"] for r in fresh)

@@ -24,7 +24,7 @@ from podium.models import BoardSettings, Notification, Rivals, ScoreState
 from podium.stream.notify import Notifier
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import unique_id
+from tests.helpers import stream_tail_from_now, unique_id
 
 pytestmark = pytest.mark.integration
 
@@ -254,11 +254,11 @@ def popular(
         fail_advances: set[int] | None = None,
         fail_edge_deletes: set[int] | None = None,
     ) -> tuple[str, list[Follower], EventSource, RecordingPublisher, Services]:
+        tail = stream_tail_from_now(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
         board = unique_id("popular")
         service.boards.put_board(board, board_request({"shards": Decimal(3)}))
         for rival in rivals:
             service.members.put_member(board, rival, member_request({"score": Decimal(100)}))
-        tail = StreamTail.of_table(dynamodb_client, dynamodb_endpoint, local_tables.table_name)
         publisher = RecordingPublisher(fail_at=fail_publishes or set())
         social = CountingSocial(store.social, fail_advances, fail_edge_deletes)
         notifier = Notifier(social, store.members, store.index, publisher, service.boards.settings, CHUNK)

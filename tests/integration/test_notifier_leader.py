@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devstack.streams import StreamTail
 from podium.config import Settings
 from podium.dal import Database
 from podium.errors import NotFound
@@ -23,7 +22,7 @@ from podium.models import Notification
 from podium.stream.notify import Notifier
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import unique_id
+from tests.helpers import stream_tail_from_now, unique_id
 from tests.integration.test_notifier import RecordingPublisher
 
 pytestmark = pytest.mark.integration
@@ -41,8 +40,7 @@ class Tail:
     stream order (the shared stream holds the whole session)."""
 
     def __init__(self, client: Any, endpoint: str, table: str) -> None:
-        self.tail = StreamTail.of_table(client, endpoint, table)
-        self.tail.read()  # what came before belongs to other tests
+        self.tail = stream_tail_from_now(client, endpoint, table)  # what came before is others'
 
     def read(self, *boards: str) -> dict[str, list[Record]]:
         records = self.tail.read()

@@ -18,7 +18,7 @@ import pytest
 from bench.load import Population, grow_board, member_id
 from bench.measure import Sample
 from devstack.functions import LambdaContext
-from devstack.streams import StreamTail, failure_message
+from devstack.streams import failure_message
 from podium import counttree, keys, treebuild
 from podium.config import Settings
 from podium.counttree import ROOT, Count, Entry, Inner, Leaf
@@ -32,7 +32,7 @@ from podium.stream.entrypoint import stream_entrypoint
 from podium.treereads import TreeReader
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import Metered, TickingClock, expected_listing, unique_id, walk
+from tests.helpers import Metered, TickingClock, expected_listing, stream_tail_from_now, unique_id, walk
 from tests.treestore import assert_counts_converged, small_nodes
 
 pytestmark = pytest.mark.integration
@@ -56,8 +56,7 @@ class Stream:
     after it was made (the shared stream holds the whole session)."""
 
     def __init__(self, client: Any, endpoint: str, table: str, board: str) -> None:
-        self.tail = StreamTail.of_table(client, endpoint, table)
-        self.tail.read()  # what came before belongs to other tests
+        self.tail = stream_tail_from_now(client, endpoint, table)  # what came before is others'
         self.board = board
         self.pending: list[dict[str, Any]] = []
 

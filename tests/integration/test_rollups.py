@@ -8,23 +8,18 @@ from typing import Any
 
 import pytest
 
-from podium.config import Settings
 from podium.errors import ValidationError
 from podium.stream.aggregate import Aggregator
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import TickingClock, stream_records, unique_id
+from tests.helpers import TableStream, TickingClock, unique_id
 
 pytestmark = pytest.mark.integration
 
 
-def _records(client: Any, endpoint: str, table: str, boards: list[str]) -> list[dict[str, Any]]:
+def _records(stream: TableStream, boards: list[str]) -> list[dict[str, Any]]:
     prefixes = tuple(f"M#{b}#" for b in boards)
-    return [
-        r
-        for r in stream_records(client, endpoint, table)
-        if r["dynamodb"]["Keys"]["pk"]["S"].startswith(prefixes)
-    ]
+    return [r for r in stream.records() if r["dynamodb"]["Keys"]["pk"]["S"].startswith(prefixes)]
 
 
 def test_rollup_board_creation_is_checked(service: Services) -> None:
@@ -40,9 +35,7 @@ def test_rollup_board_creation_is_checked(service: Services) -> None:
 
 def test_xbox_and_pc_roll_up_into_all_exactly_once(
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
 ) -> None:
     # Given all_level1 (increment) and best_level1 (best), and two sources rolling up into both
     suffix = unique_id("l1")
@@ -61,7 +54,7 @@ def test_xbox_and_pc_roll_up_into_all_exactly_once(
     service.members.put_member(pc, "damian", member_request({"score": Decimal(7)}))
     service.members.delete_member(pc, "damian")  # deleting a source member changes no target
     aggregator = Aggregator(service.db, service.boards.settings, service.clock)
-    batch = _records(dynamodb_client, dynamodb_endpoint, local_tables.table_name, [xbox, pc])
+    batch = _records(table_stream, [xbox, pc])
     for record in batch + batch:  # and the stream delivers everything twice
         aggregator.apply(record)
 
@@ -80,12 +73,12 @@ def test_xbox_and_pc_roll_up_into_all_exactly_once(
 # -- records read late: redeliveries, redrives ---------------------------------------------
 
 
-def _changes(client: Any, endpoint: str, table: str, board: str, member: str) -> list[dict[str, Any]]:
+def _changes(stream: TableStream, board: str, member: str) -> list[dict[str, Any]]:
     """The stream records of the member's score changes on ``board``, in stream order:
     the records a rollup takes."""
     return [
         r
-        for r in _records(client, endpoint, table, [board])
+        for r in _records(stream, [board])
         if r["dynamodb"]["Keys"]["pk"]["S"] == f"M#{board}#{member}"
         and r["dynamodb"]["Keys"]["sk"]["S"].startswith("SCORE#")
     ]
@@ -122,9 +115,7 @@ LATE_ORDERS = {
 def test_a_set_target_ends_with_the_sources_latest_score_in_any_order(
     order: list[int],
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
 ) -> None:
     # Given a set source rolling up into a set target, and a member whose score goes
     # 10 -> 5 -> 10 (the last change gives back a score the target may already hold)
@@ -132,7 +123,7 @@ def test_a_set_target_ends_with_the_sources_latest_score_in_any_order(
     service.members.put_member(source, "ana", member_request({"score": Decimal(10)}))
     service.members.submit_score(source, "ana", Decimal(5))
     service.members.submit_score(source, "ana", Decimal(10))
-    changes = _changes(dynamodb_client, dynamodb_endpoint, local_tables.table_name, source, "ana")
+    changes = _changes(table_stream, source, "ana")
     assert len(changes) == 3
 
     # When the stream hands the records over in this order
@@ -148,9 +139,7 @@ def test_a_set_target_ends_with_the_sources_latest_score_in_any_order(
 
 def test_a_late_record_applies_once_to_increment_and_best_and_not_over_a_later_one_to_set(
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
 ) -> None:
     # Given a set source rolling up into a target of each operator, and a member whose
     # score goes up and down
@@ -159,7 +148,7 @@ def test_a_late_record_applies_once_to_increment_and_best_and_not_over_a_later_o
     service.members.put_member(source, "bo", member_request({"score": held[0]}))
     for score in held[1:]:
         service.members.submit_score(source, "bo", score)
-    changes = _changes(dynamodb_client, dynamodb_endpoint, local_tables.table_name, source, "bo")
+    changes = _changes(table_stream, source, "bo")
     assert len(changes) == len(held)
 
     # When every record but the second is applied, the batch is delivered again, and the
@@ -184,9 +173,7 @@ def test_a_late_record_applies_once_to_increment_and_best_and_not_over_a_later_o
 
 def test_a_set_target_fed_by_two_sources_holds_the_change_made_last(
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
 ) -> None:
     # Given xbox and pc rolling up into one set target, and a player who levels up on
     # xbox, then on pc, then on xbox, then on pc
@@ -201,9 +188,8 @@ def test_a_set_target_fed_by_two_sources_holds_the_change_made_last(
     service.members.put_member(pc, "cy", member_request({"score": Decimal(9)}))
     service.members.submit_score(xbox, "cy", Decimal(4))
     service.members.submit_score(pc, "cy", Decimal(2))
-    table = local_tables.table_name
-    from_xbox = _changes(dynamodb_client, dynamodb_endpoint, table, xbox, "cy")
-    from_pc = _changes(dynamodb_client, dynamodb_endpoint, table, pc, "cy")
+    from_xbox = _changes(table_stream, xbox, "cy")
+    from_pc = _changes(table_stream, pc, "cy")
 
     # When pc's records are applied first and xbox's come late, each twice
     aggregator = Aggregator(service.db, service.boards.settings, service.clock)
@@ -220,9 +206,7 @@ def test_a_set_target_fed_by_two_sources_holds_the_change_made_last(
 
 def test_a_member_deleted_and_added_again_at_the_source_is_later_than_its_first_life(
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
 ) -> None:
     # Given a member that scores twice at a set source, is deleted, and is added again
     # (its score item starts again at version 1; its times go on)
@@ -231,7 +215,7 @@ def test_a_member_deleted_and_added_again_at_the_source_is_later_than_its_first_
     service.members.submit_score(source, "dee", Decimal(30))
     service.members.delete_member(source, "dee")
     service.members.put_member(source, "dee", member_request({"score": Decimal(5)}))
-    changes = _changes(dynamodb_client, dynamodb_endpoint, local_tables.table_name, source, "dee")
+    changes = _changes(table_stream, source, "dee")
     first_life, second_life = [c for c in changes if c["eventName"] != "REMOVE"][:2], changes[-1]
     assert second_life["eventName"] == "INSERT"
     assert second_life["dynamodb"]["NewImage"]["v"]["N"] == "1"
@@ -248,9 +232,7 @@ def test_a_member_deleted_and_added_again_at_the_source_is_later_than_its_first_
 
 def test_a_set_target_remembers_what_it_took_across_its_own_writes(
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
 ) -> None:
     # Given a set target that took a source member's second change, then was written
     # directly (a submission to the target board itself)
@@ -258,7 +240,7 @@ def test_a_set_target_remembers_what_it_took_across_its_own_writes(
     target = targets["set"]
     service.members.put_member(source, "eve", member_request({"score": Decimal(1)}))
     service.members.submit_score(source, "eve", Decimal(2))
-    changes = _changes(dynamodb_client, dynamodb_endpoint, local_tables.table_name, source, "eve")
+    changes = _changes(table_stream, source, "eve")
     aggregator = Aggregator(service.db, service.boards.settings, service.clock)
     aggregator.apply(changes[1])
     service.members.submit_score(target, "eve", Decimal(50))
@@ -271,16 +253,14 @@ def test_a_set_target_remembers_what_it_took_across_its_own_writes(
 
     # And a later source change is taken
     service.members.submit_score(source, "eve", Decimal(7))
-    for record in _changes(dynamodb_client, dynamodb_endpoint, local_tables.table_name, source, "eve"):
+    for record in _changes(table_stream, source, "eve"):
         aggregator.apply(record)
     assert service.members.get_member(target, "eve").score == Decimal(7)
 
 
 def test_a_source_writer_whose_clock_is_behind_still_rolls_its_later_change_up(
     service: Services,
-    local_tables: Settings,
-    dynamodb_client: Any,
-    dynamodb_endpoint: str,
+    table_stream: TableStream,
 ) -> None:
     # Given a set source whose second write is made by a writer whose clock is a second
     # behind the first one's
@@ -292,7 +272,7 @@ def test_a_source_writer_whose_clock_is_behind_still_rolls_its_later_change_up(
 
     # When the records are applied in order
     aggregator = Aggregator(service.db, service.boards.settings, service.clock)
-    for record in _changes(dynamodb_client, dynamodb_endpoint, local_tables.table_name, source, "fay"):
+    for record in _changes(table_stream, source, "fay"):
         aggregator.apply(record)
 
     # Then the target took the later change: a score's time follows the one it replaced
