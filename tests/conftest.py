@@ -55,19 +55,43 @@ EXTERNAL_SQS = os.environ.pop(SQS_ENDPOINT, "")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
+# End-to-end modules that start local stacks of their own (``launch_stack``) and never
+# touch the shared ones: each is a scope of its own, so it runs on whichever worker is
+# free rather than after the shared stack's tests. They are among the longest e2e modules;
+# with them on the e2e worker, the other worker finished minutes earlier and waited.
+# Collection checks that none of them asks for a shared stack (pytest_collection_modifyitems).
+OWN_STACK_MODULES = frozenset(
+    f"tests/e2e/{name}.py" for name in ("test_crash", "test_faults", "test_redrive", "test_snapshots")
+)
+SHARED_STACK_FIXTURES = frozenset({"stack", "auth_stack"})
+
+
 class LayerScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist is untyped
-    """``--dist loadgroup`` as this suite means it: every end-to-end test on one worker
-    (one local stack for them all), every DynamoDB Local integration test on the other,
-    unit tests wherever there is room. xdist's own loadgroup reads ``xdist_group`` marks off
-    node ids it rewrites, which pytest 9.2 no longer lets it do (pytest-xdist#1386): the
-    marks were silently ignored, so both workers ran both kinds and each started a stack.
-    Here the scope of a test is its layer's folder, read from the node id as it is."""
+    """``--dist loadgroup`` as this suite means it: every end-to-end test on the shared
+    local stacks on one worker (one stack for them all), every DynamoDB Local integration
+    test on the other, and the end-to-end modules with stacks of their own
+    (``OWN_STACK_MODULES``) and the unit tests wherever there is room. xdist's own loadgroup
+    reads ``xdist_group`` marks off node ids it rewrites, which pytest 9.2 no longer lets it
+    do (pytest-xdist#1386): the marks were silently ignored, so both workers ran both kinds
+    and each started a stack. Here the scope of a test is read from the node id as it is."""
 
     def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        if module in OWN_STACK_MODULES:
+            return module
         for layer in ("e2e", "integration"):
             if nodeid.startswith(f"tests/{layer}/"):
                 return layer
         return nodeid
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A module of ``OWN_STACK_MODULES`` may run on the integration tests' worker: one that
+    used a shared stack would start a second copy of it there."""
+    for item in items:
+        shared = SHARED_STACK_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if item.nodeid.split("::", 1)[0] in OWN_STACK_MODULES and shared:
+            raise pytest.UsageError(f"{item.nodeid} uses {sorted(shared)}: take it out of OWN_STACK_MODULES")
 
 
 @pytest.hookimpl(tryfirst=True)
