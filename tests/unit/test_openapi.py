@@ -43,7 +43,7 @@ STATUS_OF_CODE = {
     "InternalError": 500,
 }
 # The read routes that answer without a token on a board whose publicRead is true.
-PUBLIC_READS = {"getBoard", "getTop", "getRank", "getAround", "getRanks", "listSnapshots"}
+PUBLIC_READS = {"getBoard", "getTop", "getRank", "getAround", "getRanks", "getScores", "listSnapshots"}
 # The live leaderboard page and its files (functions/web): no token, no parameter to refuse.
 PAGE = {"getPage", "getPageAsset"}
 # Answers that are not errors: successes, the page's redirect to its trailing slash, and a
