@@ -9,6 +9,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -455,6 +456,8 @@ def query_value(raw: str, schema: dict[str, Any]) -> Any:
         return int(raw)
     if schema.get("type") == "boolean" and raw in ("true", "false"):
         return raw == "true"
+    if schema.get("type") == "number" and re.fullmatch(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?", raw):
+        return Decimal(raw)  # exactly, as the service reads a score in the query
     return raw
 
 
