@@ -559,6 +559,80 @@ def _grown_bound(grown: dict[str, Any], pattern: str) -> float:
     return 2 * GROWN_TARGETS["rank"]
 
 
+def _scores_section(results: dict[str, Any]) -> list[str]:
+    """``GET .../scores`` and ``rank``'s ``topPercent`` (bench/scores.py)."""
+    bands = _rows(results, pattern="scores", variant="service")
+    shares = _rows(results, pattern="topPercent", variant="service")
+    if not bands and not shares:
+        return []
+    out = [
+        "## Score ranges",
+        "",
+        "`GET .../scores` (`ScoreBands.scores`): the first page of a band that starts 1 % down the "
+        "listing, at the median, and one that ends at the last member, with pages of 10 and 100. "
+        "Beside each, measured apart: a `rank` of the band's first member (the count a band's page "
+        "makes) and a first page of `top` of the same size from the index (`consistent`, steered by "
+        "the head: the gather a band's page makes, which has no head to steer it). Every page is "
+        "checked against a sorted list (## Checks).",
+        "",
+    ]
+    for shown in _shown_sizes(results):
+        lines = [
+            [
+                str(row["shards"]),
+                f"{row['depth']} (#{row['position']:,})",
+                str(row["k"]),
+                _number(row.get("itemsRead")),
+                _number(row.get("rcu")),
+                _number(row.get("requests")),
+                _number(row.get("rounds")),
+                _number(row.get("rankRcu")),
+                _number(row.get("topRcu")),
+                _ms(row["p50Ms"]),
+                _ms(row["p95Ms"]),
+            ]
+            for row in bands
+            if row["size"] == shown
+        ]
+        if lines:
+            header = ["shards", "band from", "limit", "items read", "RCU", "requests", "rounds"]
+            header += ["rank RCU", "top RCU", "p50 ms", "p95 ms"]
+            out += [f"At {shown:,} members:", "", *_table(header, lines), ""]
+    out += [
+        "`topPercent` comes with every `rank`: the same read, at each depth, its value checked "
+        "against `100 * rank / total` rounded up in exact fractions. Its cost is the rank's (## Rank).",
+        "",
+    ]
+    for shown in _shown_sizes(results):
+        lines = []
+        for row in shares:
+            if row["size"] != shown:
+                continue
+            rank = _one(
+                results,
+                pattern="rank",
+                variant="service",
+                size=shown,
+                shards=row["shards"],
+                depth=row["depth"],
+            )
+            lines.append(
+                [
+                    str(row["shards"]),
+                    f"{row['depth']} (#{row['position']:,})",
+                    row["topPercent"],
+                    _number(row.get("rcu")),
+                    _number(row.get("requests")),
+                    _number((rank or {}).get("rcu")),
+                    _number((rank or {}).get("requests")),
+                ]
+            )
+        if lines:
+            header = ["shards", "depth", "topPercent", "RCU", "requests", "rank RCU", "rank requests"]
+            out += [f"At {shown:,} members:", "", *_table(header, lines), ""]
+    return out
+
+
 def _churn_section(results: dict[str, Any]) -> list[str]:
     boards = results.get("churn") or []
     if not boards:
@@ -1007,6 +1081,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
             ),
         )
         out += [""]
+    out += ["", *_scores_section(results)]
     out += ["", "## Writes", ""]
     out += [
         "`submit_score` on members already on the board (an `increment`, so the index key moves), the "

@@ -21,7 +21,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from bench import churn, grown, load, probe, redis_ref, worst
+from bench import churn, grown, load, probe, redis_ref, scores, worst
 from bench.measure import Recorder, Sample, create_tables, percentile, summarise
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
 from devstack.stack import use_local_credentials
@@ -486,6 +486,7 @@ def grow_big(ctx: Context, plan: Plan) -> None:
     measure_cursor_walk(ctx, size, shards)
     measure_rank(ctx, size, shards)
     measure_ranks(ctx, size, shards)
+    scores.measure_scores(ctx, size, shards)
     measure_redis(ctx, size)
     measure_writes(ctx, size, shards)
     print(f"  measured in {time.perf_counter() - step_started:.0f} s", flush=True)
@@ -649,6 +650,7 @@ def run(plan: Plan) -> dict[str, Any]:
                 measure_cursor_walk(ctx, size, shards)
                 measure_rank(ctx, size, shards)
                 measure_ranks(ctx, size, shards)
+                scores.measure_scores(ctx, size, shards)
             measure_redis(ctx, size)
             for shards in plan.shards:
                 measure_writes(ctx, size, shards)  # last: nothing maintains the head after writes

@@ -19,12 +19,14 @@ from podium_cli.importing import import_command
 from podium_cli.operations import rebuild_command, redrive_command, verify_command
 from podium_cli.output import errors
 from podium_cli.plan import plan_command
+from podium_cli.scores import scores_command
 from podium_cli.tokens import token_command
 from podium_client import ApiError, PodiumClientError, TokenError
 
 # One example a command, shown under the list of commands (`podium --help`).
 EXAMPLES = {
     "boards": 'podium boards create images --shards 3 --title "Most viewed images"',
+    "scores": "podium scores images --min 50 --max 90",
     "import": "podium import images members.csv",
     "export": "podium export images --format jsonl -o images.jsonl",
     "token": "TOKEN=$(podium token --role player --member alice)",
@@ -47,6 +49,9 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 app.add_typer(boards.app, name="boards", short_help="List, show, create and configure boards [API]")
+app.command("scores", short_help="The members whose score lies in a band, with their ranks [API]")(
+    scores_command
+)
 app.command("import", short_help="Import members and scores from CSV or JSON Lines, resumably [API]")(
     import_command
 )

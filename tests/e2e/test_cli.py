@@ -30,7 +30,7 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 PODIUM = Path(sys.executable).parent / "podium"
-COMMANDS = ("boards", "import", "export", "token", "verify", "rebuild", "redrive", "plan")
+COMMANDS = ("boards", "scores", "import", "export", "token", "verify", "rebuild", "redrive", "plan")
 TIMEOUT = 300
 WORKERS = 16
 
@@ -164,6 +164,34 @@ def test_boards_create_list_show_and_configure(auth_stack, tmp_path, admin):
     assert (read.order, read.shards, read.public_read, read.client_writes) == ("asc", 3, False, True)
     table = podium("boards", "list", stack=auth_stack, cwd=tmp_path).stdout
     assert board[:8] in table
+
+
+def test_scores_prints_a_band_as_the_sorted_list_has_it(auth_stack, tmp_path, admin):
+    # Given a board with ties, decimals and a negative score
+    board = unique_id("cli-band")
+    admin.create_board(board, shards=3)
+    scores = {"ana": Decimal("82.3"), "ben": Decimal(94), "cid": Decimal("82.30"), "dia": Decimal(16)}
+    scores |= {"eve": Decimal("-3.5"), "fay": Decimal(94), "gus": Decimal("0.5")}
+    for member, score in scores.items():
+        admin.put_member(board, member, score=score)
+    listing = expected_listing(scores)
+
+    # When the band 0.5 .. 82.3 is asked for, as JSON and as a table
+    band = ("scores", board, "--min", "0.5", "--max", "82.3")
+    found = json.loads(podium(*band, "--json", stack=auth_stack, cwd=tmp_path).stdout, parse_float=Decimal)
+    table = podium(*band, stack=auth_stack, cwd=tmp_path).stdout
+
+    # Then it is the sorted list's entries in the band, ranks and exact scores
+    expected = [e for e in listing if Decimal("0.5") <= e[2] <= Decimal("82.3")]
+    assert [(e["rank"], e["memberId"], e["score"]) for e in found] == expected
+    rows = [line.split() for line in table.splitlines() if any(m in line.split() for m in scores)]
+    assert [(int(row[1]), row[3], Decimal(row[5])) for row in rows] == expected
+    # and --limit cuts it, a bad bound is refused before anything is sent
+    two = json.loads(podium(*band, "--limit", "2", "--json", stack=auth_stack, cwd=tmp_path).stdout)
+    assert [e["memberId"] for e in two] == [m for _, m, _ in expected[:2]]
+    refused = podium("scores", board, "--min", "lots", stack=auth_stack, cwd=tmp_path, check=False)
+    assert refused.returncode == 2
+    assert "--min" in refused.stderr
 
 
 def test_an_import_killed_midway_resumes_to_a_board_equal_to_the_file(auth_stack, tmp_path, admin):

@@ -29,6 +29,7 @@ READS: dict[str, tuple[str, Callable[[Any], Any]]] = {
         "/members/m2/around?radius=1",
         lambda body: [(e["rank"], e["memberId"]) for e in body["entries"]],
     ),
+    "scores": ("/scores?min=15&max=35", lambda body: [(e["rank"], e["memberId"]) for e in body["entries"]]),
 }
 
 
@@ -95,6 +96,7 @@ def test_an_unchanged_read_is_a_304_and_a_changed_one_a_new_200(stack_url: str, 
         "top": ["m0", "m1", "m2"],
         "rank": Decimal(3),
         "around": [(Decimal(2), "m1"), (Decimal(3), "m2"), (Decimal(4), "m3")],
+        "scores": [(Decimal(3), "m2"), (Decimal(4), "m3")],
     }
     assert shows(decimal_json(after)) == expected_change[read]
 

@@ -67,6 +67,8 @@ def test_a_hidden_member_leaves_every_ranking_and_comes_back_at_its_current_scor
     assert [(e.rank, e.member_id) for e in ranks] == [(1, "ana"), (2, "bo")]
     around = podium.around(board, "bo", radius=5)
     assert [(e.rank, e.member_id) for e in around.entries] == [(1, "ana"), (2, "bo"), (3, "cy")]
+    band = podium.scores(board, min=85, max=1000)
+    assert [(e.rank, e.member_id) for e in band.entries] == [(1, "ana"), (2, "bo")]
     # and within seconds the cached head, total, memberCount and ranks' totals follow (the
     # hide came before the stream had counted the first writes, so memberCount may pass 3 on
     # its way up to 4 before the hide takes it back: each is read until it says 3)

@@ -132,6 +132,12 @@ def test_rankings_agree_with_a_sorted_list(admin: PodiumClient) -> None:
     assert [(e.rank, e.member_id, e.score) for e in friends] == [
         x for x in expected if x[1] in {"eve", "ana", "ben"}
     ]
+    # and each score band, page after page, is the sorted list filtered by score
+    for least, most in ((Decimal("0.000001"), Decimal("82.3")), (None, Decimal(0)), (Decimal(94), None)):
+        band = admin.iter_scores(board, min=least, max=most, page_size=2)
+        assert [(e.rank, e.member_id, e.score) for e in band] == [
+            x for x in expected if (least is None or x[2] >= least) and (most is None or x[2] <= most)
+        ]
 
     # And the totals count every member once the stream has caught up
     eventually(lambda: assert_equal(admin.rank(board, "jon").total, len(SCORES)))

@@ -305,6 +305,42 @@ def test_the_friends_view_ranks_the_ids_given_on_the_whole_board(
     assert "not ranked here: nobody" in text_of(desktop, "friends-result")
 
 
+def test_the_score_band_lists_the_members_in_it_with_their_ranks(
+    api: Api, auth_stack: LocalStack, desktop: Chrome
+) -> None:
+    # Given a public board whose scores tie, are negative, and hold more digits than a double
+    scores: dict[str, Decimal | int] = {f"s{n:02d}": Decimal(n % 7 - 2) / 4 for n in range(14)}
+    scores["s14"] = Decimal("0.2500000000000000000001")
+    board = api.board({"shards": 3, "publicRead": True}, scores)
+    listing = expected_listing(decimals(scores))
+    open_page(desktop, auth_stack.url, f"?board={board}")
+    wait_for_rows(desktop, listing[:10])
+
+    # When the band -0.25 .. 0.25 is asked for (typed in both fields, then Enter)
+    desktop.find_element(By.ID, "band-min").send_keys("-0.25")
+    submit(desktop, "band-max", "0.25")
+
+    # Then its members show, better first, with their board-wide ranks, as a sorted list
+    # filtered by score says (0.2500000000000000000001 is above the band, not rounded into it)
+    band = [row for row in listing if Decimal("-0.25") <= row[2] <= Decimal("0.25")]
+    wait_for_rows(desktop, band, "band-table")
+    wait_for_text(desktop, "band-result", f"Ranks {band[0][0]} to {band[-1][0]} of {len(scores)}")
+    answer = api.call("GET", f"/boards/{board}/scores?min=-0.25&max=0.25")["entries"]
+    assert [(e["rank"], e["memberId"], e["score"]) for e in answer] == band
+
+    # When only a lower end is given, then the band runs to the bottom of the board
+    desktop.find_element(By.ID, "band-max").clear()
+    submit(desktop, "band-min", "0.25")
+    wait_for_rows(desktop, [row for row in listing if row[2] >= Decimal("0.25")], "band-table")
+
+    # When the ends are the wrong way round, then the page says what the API said
+    desktop.find_element(By.ID, "band-min").clear()
+    desktop.find_element(By.ID, "band-min").send_keys("1")
+    submit(desktop, "band-max", "0")
+    wait_for_text(desktop, "band-result", "must not be above max")
+    assert shown_rows(desktop, "band-table") == []
+
+
 # -- periods ----------------------------------------------------------------------------------
 
 
@@ -481,7 +517,7 @@ def test_on_a_phone_the_page_fits_is_labelled_and_keyboard_usable(
     wait_for_rows(browser, expected_listing(decimals(scores)))
     assert browser.find_element(By.ID, "period-select").is_displayed()
     walked = []
-    for _ in range(12):
+    for _ in range(15):
         ActionChains(browser).send_keys(Keys.TAB).perform()
         walked.append(tuple(browser.execute_script(FOCUSED)))
     assert [name for name, _ in walked] == [
@@ -495,6 +531,9 @@ def test_on_a_phone_the_page_fits_is_labelled_and_keyboard_usable(
         "forget-token",
         "search",
         "Find",
+        "band-min",
+        "band-max",
+        "List",
         "friends",
         "Compare",
     ]

@@ -16,7 +16,7 @@ POLICIES = {
     "publicRead": BoardPolicy(public_read=True),
     "both": BoardPolicy(client_writes=True, public_read=True),
 }
-ANONYMOUS_READS = {"GET_BOARD", "TOP", "RANK", "AROUND", "RANKS", "SNAPSHOTS"}
+ANONYMOUS_READS = {"GET_BOARD", "TOP", "RANK", "AROUND", "RANKS", "SNAPSHOTS", "SCORES"}
 PLAYER_READS = ANONYMOUS_READS | {"LIST_BOARDS", "GET_MEMBER"}
 OWN = {"GET_RIVALS", "PUT_RIVALS", "NOTIFICATIONS"}
 CLIENT_WRITES = {"PUT_MEMBER", "SUBMIT_SCORE", "LOG_EVENTS"}

@@ -384,6 +384,21 @@ def test_top(invoke: Invoke, images: None) -> None:
     assert body["total"] >= 0
 
 
+def test_scores(invoke: Invoke, images: None) -> None:
+    # Given the six images
+
+    # When the scores event (min=25, max=60) is invoked
+    response = invoke("scores")
+
+    # Then the images viewed 25 to 60 times come back, best first, with board-wide ranks
+    assert response["statusCode"] == 200, response["body"]
+    body = decimal_body(response)
+    assert set(body) == {"boardId", "entries", "total", "nextCursor"}
+    assert body["boardId"] == BOARD_ID
+    assert entries(body) == [(3, "img-005.jpg", Decimal(52)), (4, "img-001.jpg", Decimal(27))]
+    assert body["nextCursor"] is None
+
+
 def test_rank(invoke: Invoke, images: None) -> None:
     # Given the six images
 

@@ -9,6 +9,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ STATUS_OF_CODE = {
     "InternalError": 500,
 }
 # The read routes that answer without a token on a board whose publicRead is true.
-PUBLIC_READS = {"getBoard", "getTop", "getRank", "getAround", "getRanks", "listSnapshots"}
+PUBLIC_READS = {"getBoard", "getTop", "getRank", "getAround", "getRanks", "getScores", "listSnapshots"}
 # The live leaderboard page and its files (functions/web): no token, no parameter to refuse.
 PAGE = {"getPage", "getPageAsset"}
 # Answers that are not errors: successes, the page's redirect to its trailing slash, and a
@@ -455,6 +456,8 @@ def query_value(raw: str, schema: dict[str, Any]) -> Any:
         return int(raw)
     if schema.get("type") == "boolean" and raw in ("true", "false"):
         return raw == "true"
+    if schema.get("type") == "number" and re.fullmatch(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?", raw):
+        return Decimal(raw)  # exactly, as the service reads a score in the query
     return raw
 
 

@@ -175,6 +175,14 @@ SNAPSHOT = {"takenAt": "2026-11-22T10:05:00Z", "memberCount": 7, "entries": ENTR
             lambda e: e.member_id,
         ),
         (
+            "entries",
+            "m",
+            ENTRIES,
+            {"boardId": "b", "total": 7},
+            lambda c: c.iter_scores("b", min=Decimal("9.4"), page_size=3),
+            lambda e: e.member_id,
+        ),
+        (
             "boards",
             "b",
             [{**BOARD, "boardId": f"b{i}"} for i in range(7)],
@@ -199,7 +207,7 @@ SNAPSHOT = {"takenAt": "2026-11-22T10:05:00Z", "memberCount": 7, "entries": ENTR
             lambda n: n.id,
         ),
     ],
-    ids=["top", "boards", "snapshots", "notifications"],
+    ids=["top", "scores", "boards", "snapshots", "notifications"],
 )
 def test_iterators_follow_the_cursor_lazily(
     key: str,
@@ -302,3 +310,41 @@ def test_a_deployed_apis_stage_path_is_kept_and_ids_are_one_path_segment() -> No
         b"/dev/boards/images/members/user@example.com:1",
         b"/dev/boards/images/members/a%2F..%2F..%2Fx",
     ]
+
+
+# -- score bands --------------------------------------------------------------------------
+
+
+def test_scores_sends_the_bands_ends_exactly_and_reads_a_ranked_page() -> None:
+    # Given a service that answers a band of two members
+    entries = [
+        {"rank": 3, "memberId": "a", "score": Decimal("82.30")},
+        {"rank": 3, "memberId": "b", "score": Decimal("82.3")},
+    ]
+    body = {"boardId": "b", "entries": entries, "total": 1539, "nextCursor": "c2"}
+    client, seen = client_of(lambda request: answer(200, body, {"ETag": '"t1"'}))
+
+    # When the band 82.3 .. 1e29 is read (its ends exact decimals, one an int)
+    page = client.scores("b", min=Decimal("82.30"), max=10**29, limit=2, period="previous")
+
+    # Then the ends went digit for digit, with the other parameters, on GET .../scores
+    sent = seen.requests[0]
+    assert (sent.method, sent.url.path) == ("GET", "/boards/b/scores")
+    assert dict(sent.url.params) == {"min": "82.30", "max": str(10**29), "limit": "2", "period": "previous"}
+    # and the page is typed, its scores exact, its cursor and tag kept
+    assert page.entries == (Entry(3, "a", Decimal("82.3")), Entry(3, "b", Decimal("82.3")))
+    assert (page.total, page.next_cursor, page.etag) == (1539, "c2", '"t1"')
+    # and a band with no ends sends none
+    client.scores("b")
+    assert dict(seen.requests[1].url.params) == {}
+
+
+def test_a_float_bound_is_refused_before_anything_is_sent() -> None:
+    client, seen = client_of(lambda request: answer(200, {}))
+
+    with pytest.raises(TypeError, match="float"):
+        client.scores("b", min=0.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="float"):
+        list(client.iter_scores("b", max=1.5))  # type: ignore[arg-type]
+
+    assert seen.requests == []

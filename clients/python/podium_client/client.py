@@ -71,6 +71,15 @@ def _params(**given: str | int | bool | None) -> dict[str, str]:
     return params
 
 
+def _bound(value: Decimal | int | None, name: str) -> str | None:
+    """An end of a score band as the query carries it: the exact number (``82.3``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Decimal | int):
+        raise TypeError(f"{name} is a {type(value).__name__}; pass score bounds as decimal.Decimal (or int)")
+    return codec.number_text(Decimal(value))
+
+
 def _board_body(**settings: Any) -> dict[str, Any]:
     body = {name: value for name, value in settings.items() if value is not None}
     if isinstance(body.get("limits"), Limits):
@@ -346,6 +355,41 @@ class PodiumClient:
         path = f"/boards/{_segment(board_id)}/ranks"
         call = Call("POST", path, _params(period=period), body={"memberIds": list(member_ids)})
         return tuple(Entry.from_json(e) for e in self._json(call)["entries"])
+
+    def scores(
+        self,
+        board_id: str,
+        *,
+        min: Decimal | int | None = None,  # noqa: A002 - the API's names for the band's ends
+        max: Decimal | int | None = None,  # noqa: A002
+        limit: int | None = None,
+        cursor: str | None = None,
+        period: str | None = None,
+    ) -> TopPage:
+        """``GET .../scores``: a page of the members whose score lies between ``min`` and
+        ``max`` (each optional and inclusive), in listing order with board-wide ranks. The
+        ends go as the exact decimals given; a float is refused, as everywhere."""
+        params = _params(
+            min=_bound(min, "min"), max=_bound(max, "max"), limit=limit, cursor=cursor, period=period
+        )
+        answer, response = self._answer(Call("GET", f"/boards/{_segment(board_id)}/scores", params))
+        return TopPage.from_json(answer, response.headers.get("ETag"))
+
+    def iter_scores(
+        self,
+        board_id: str,
+        *,
+        min: Decimal | int | None = None,  # noqa: A002
+        max: Decimal | int | None = None,  # noqa: A002
+        page_size: int | None = None,
+        period: str | None = None,
+    ) -> Iterator[Entry]:
+        """Every entry of the band, better first, a page at a time as iterated."""
+
+        def page(cursor: str | None) -> TopPage:
+            return self.scores(board_id, min=min, max=max, limit=page_size, cursor=cursor, period=period)
+
+        return _follow(page, lambda p: p.entries)
 
     # -- events ----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-// The live leaderboard of one board: its top, memberCount, a member's window and a
-// friends list, read again every POLL_MS with If-None-Match (docs/web.md).
+// The live leaderboard of one board: its top, memberCount, a member's window, a score band
+// and a friends list, read again every POLL_MS with If-None-Match (docs/web.md).
 
 import { Api, ApiError, tokens } from "./api.js";
 import { describe, fillTable, rankChanges, ranksOf } from "./tables.js";
@@ -20,6 +20,7 @@ const state = {
   rows: 10,
   member: null, // the member searched for
   friends: [],
+  band: null, // {min, max}: the ends typed, as text (the API reads them as exact decimals)
   shownRanks: new Map(), // the top's ranks as last shown: what a change is measured from
   shownView: null, // the rows and period last shown: another view is drawn even from a 304
   localIssuer: false,
@@ -74,6 +75,7 @@ async function refresh() {
   state.shownView = view;
   await Promise.all([
     state.member ? refreshSearch(board, period) : null,
+    state.band ? refreshBand(board, period) : null,
     state.friends.length ? refreshFriends(board, period) : null,
   ]);
 }
@@ -124,6 +126,29 @@ async function refreshSearch(board, period) {
     $("search-result").textContent =
       error.status === 404 ? `${state.member} has no rank on this board${period ? " in this period" : ""}.` : error.message;
     $("around-table").hidden = true;
+  }
+}
+
+// The band's first page, as many rows as the top shows: GET .../scores, each end sent as
+// the text typed, so that the API reads it exactly (a JavaScript number would not).
+async function refreshBand(board, period) {
+  const ends = Object.entries(state.band).filter(([, value]) => value !== "");
+  const query = ends.map(([name, value]) => `${name}=${encodeURIComponent(value)}`);
+  query.push(`limit=${state.rows}`);
+  if (period) query.push(period);
+  try {
+    const page = (await api.read(`boards/${board}/scores?${query.join("&")}`)).body;
+    fillTable($("band-table"), page.entries, { highlight: state.member });
+    const shown = page.entries.length;
+    $("band-table").hidden = shown === 0;
+    $("band-result").textContent = shown === 0
+      ? "No member has a score in this band."
+      : `Ranks ${page.entries[0].rank} to ${page.entries[shown - 1].rank} of ${page.total}` +
+        (page.nextCursor ? `: the first ${shown} of the band.` : ".");
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status >= 500) throw error;
+    $("band-result").textContent = error.message;
+    $("band-table").hidden = true;
   }
 }
 
@@ -247,6 +272,13 @@ function wireControls() {
     state.member = $("search").value.trim() || null;
     $("search-result").textContent = state.member ? `Looking for ${state.member}…` : "";
     $("around-table").hidden = true;
+    tick();
+  });
+  onSubmit("band-form", () => {
+    const [min, max] = [$("band-min").value.trim(), $("band-max").value.trim()];
+    state.band = min || max ? { min, max } : null;
+    $("band-result").textContent = state.band ? "Reading the band…" : "";
+    $("band-table").hidden = true;
     tick();
   });
   onSubmit("friends-form", () => {

@@ -76,6 +76,7 @@ class Route(StrEnum):
     NOTIFICATIONS = "GET /boards/{boardId}/members/{memberId}/notifications"
     LOG_EVENTS = "POST /boards/{boardId}/events"
     SNAPSHOTS = "GET /boards/{boardId}/snapshots"
+    SCORES = "GET /boards/{boardId}/scores"
 
     @property
     def method(self) -> str:
@@ -87,7 +88,9 @@ class Route(StrEnum):
 
 
 # The table. Anonymous callers may use PUBLIC_READS on a publicRead board and nothing else.
-PUBLIC_READS = frozenset({Route.GET_BOARD, Route.TOP, Route.RANK, Route.AROUND, Route.RANKS, Route.SNAPSHOTS})
+PUBLIC_READS = frozenset(
+    {Route.GET_BOARD, Route.TOP, Route.RANK, Route.AROUND, Route.RANKS, Route.SNAPSHOTS, Route.SCORES}
+)
 PLAYER_READS = PUBLIC_READS | {Route.LIST_BOARDS, Route.GET_MEMBER}
 OWN_ONLY = frozenset({Route.GET_RIVALS, Route.PUT_RIVALS, Route.NOTIFICATIONS})  # a player's own
 CLIENT_WRITES = frozenset({Route.PUT_MEMBER, Route.SUBMIT_SCORE, Route.LOG_EVENTS})  # own, clientWrites

@@ -132,6 +132,13 @@ class RankOrder:
         ordered = EXACT.minus(score) if self.descending else score
         return encode_decimal(ordered) + SEPARATOR
 
+    def score_end(self, score: Decimal) -> str:
+        """Every entry with this score or a better one sorts below this; every worse one
+        sorts above it (the end of a band of scores): ``score_bound`` with its separator
+        raised by one, above the separator that follows the score in every key of it, and
+        below the digit or end mark that a longer encoded score has there."""
+        return self.score_bound(score)[:-1] + chr(ord(SEPARATOR) + 1)
+
     def sort_key(self, score: Decimal, member_id: str, reached_at_us: int) -> str:
         if self.earliest:
             return f"{self.score_bound(score)}{reached_at_us:0{REACHED_WIDTH}d}{SEPARATOR}{member_id}"

@@ -374,3 +374,29 @@ def query_bool(params: dict[str, str], name: str) -> bool:
     if raw.lower() not in ("true", "false"):
         raise ValidationError(f"{name} must be true or false")
     return raw.lower() == "true"
+
+
+# A query parameter that holds a score: a JSON number (as a body's score is written), read
+# exactly; the length keeps a huge exponent or mantissa from being parsed at all.
+QUERY_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+MAX_QUERY_NUMBER = 100
+
+
+def query_score(params: dict[str, str], name: str) -> Decimal | None:
+    """A score given in the query (``min=82.3``), exactly, under the rules of a score in
+    a body; None when it is not given."""
+    raw = params.get(name)
+    if raw is None:
+        return None
+    if len(raw) > MAX_QUERY_NUMBER or not QUERY_NUMBER.fullmatch(raw):
+        raise ValidationError(f"{name} must be a number, written as in JSON (such as 82.3 or -5)")
+    return numbers.check_score(Decimal(raw), name)
+
+
+def score_band(params: dict[str, str]) -> tuple[Decimal | None, Decimal | None]:
+    """The ``min`` and ``max`` of ``GET .../scores``, each optional and inclusive."""
+    least, most = query_score(params, "min"), query_score(params, "max")
+    if least is not None and most is not None and least > most:
+        low, high = numbers.format_number(least), numbers.format_number(most)
+        raise ValidationError(f"min ({low}) must not be above max ({high})")
+    return least, most

@@ -16,6 +16,7 @@ from podium.config import settings
 from podium.dal import Database  # boto3 with it: in Lambda's init phase, not the first request
 
 if TYPE_CHECKING:
+    from podium.bands import ScoreBands
     from podium.consistency import Checker
     from podium.maintenance import Maintenance
     from podium.members import MemberService
@@ -49,6 +50,12 @@ class Services:
         from podium.reads import ReadService
 
         return ReadService(self.boards, self.db.boards, self.db.members, self.db.index, self.db.tree)
+
+    @cached_property
+    def bands(self) -> ScoreBands:
+        from podium.bands import ScoreBands
+
+        return ScoreBands(self.reads)
 
     @cached_property
     def social(self) -> SocialService:
