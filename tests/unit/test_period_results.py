@@ -6,12 +6,14 @@ from __future__ import annotations
 import random
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
 from podium.dal.results import Announcement, ResultsBoard
 from podium.dal.schema import NOTHING_ANNOUNCED
-from podium.models import RankedEntry
+from podium.errors import ValidationError
+from podium.models import Board, BoardPolicy, BoardSettings, RankedEntry
 from podium.results import (
     GRACE,
     announcement_id,
@@ -21,6 +23,7 @@ from podium.results import (
     start_of_announcing,
     within_cut,
 )
+from podium.validation import board_request
 from tests.helpers import expected_listing
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -183,3 +186,40 @@ def test_a_period_result_names_period_rank_and_score_with_an_id_of_its_own() -> 
     # deterministic: another run tells the same notification; another member another one
     assert result_notification(a, a.entries[1]) == told
     assert result_notification(a, a.entries[0]).notification_id != told.notification_id
+
+
+OUT_OF_RANGE = "announceTop must be an integer from 0 to 10000"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"announceTop": 5}, "announceTop is a setting of boards that reset"),
+        ({"reset": "never", "announceTop": 0}, "announceTop is a setting of boards that reset"),
+        ({"reset": "weekly", "announceTop": 10_001}, OUT_OF_RANGE),
+        ({"reset": "weekly", "announceTop": -1}, OUT_OF_RANGE),
+        (
+            {"reset": "weekly", "announceTop": Decimal("2.5")},
+            "announceTop must be an integer from 0 to 10000",
+        ),
+        ({"reset": "weekly", "announceTop": True}, OUT_OF_RANGE),
+    ],
+)
+def test_announce_top_is_refused_naming_the_field_and_its_limit(body: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        board_request(body)
+
+
+def test_announce_top_kept_when_left_out_and_shown_on_time_windowed_boards_only() -> None:
+    # Given a weekly board's policy with announceTop 7
+    given = board_request({"reset": "weekly", "announceTop": Decimal(7)}).policy(BoardPolicy())
+    assert given.announce_top == 7
+    # When a PUT leaves it out, it keeps its value; a new board starts at 100
+    assert board_request({"reset": "weekly", "title": "t"}).policy(given).announce_top == 7
+    assert board_request({"reset": "daily"}).policy(BoardPolicy()).announce_top == 100
+    # And the representation shows it on a board that resets, not on one that never does
+    created = datetime(2026, 11, 25, tzinfo=UTC)
+    weekly = Board("w", BoardSettings(reset="weekly"), None, created, period="2026-W48", policy=given)
+    never = Board("n", BoardSettings(), None, created)
+    assert weekly.to_json()["announceTop"] == 7
+    assert "announceTop" not in never.to_json()
