@@ -15,7 +15,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-streams token redrive browser screenshots
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-streams bench-periods token redrive browser screenshots
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -149,6 +149,9 @@ bench-import: setup ## Import N members (default 100,000) from a generated CSV w
 
 bench-streams: setup ## Put N members (default 2,000) into a local stack with its stream consumers paused, then let each consumer alone catch up: records/s, DynamoDB requests, RCU and WCU per record (bench/streamrun.py): make bench-streams N=2000
 	$(PY) -m bench.streamrun --members $(if $(filter command line,$(origin N)),$(N),2000)
+
+bench-periods: setup ## What announcing a period's results costs per member told: a weekly board of N members (default 10,000), its week ended on the clock, the job run (bench/periodresults.py): make bench-periods N=10000
+	$(PY) -m bench.periodresults --members $(if $(filter command line,$(origin N)),$(N),10000)
 
 bench-worst: setup $(VENV)/.bench-installed ## The worst case of every route alone, next to the bound of 500 RCU (bench/worst.py; SMALL=1: 20,000 members, minutes), into bench-data/worst/
 	$(PY) -m bench.worst $(if $(SMALL),--small,)

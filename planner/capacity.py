@@ -65,6 +65,9 @@ EVENT_WCU = 7  # insert 2 + mark 2 + delete 1 on its bucket, + 2 for the eventId
 EVENT_RCU = 1  # the fold's consistent read of the log
 EVENT_BUCKETS = 64  # podium.store.EVENT_BUCKETS
 EVENT_BUCKET_WCU = 5  # of EVENT_WCU, the units on the event's own bucket partition
+# LogIndex (docs/periods.md): an event's entry is put when it is logged and removed when it
+# is folded, on one of EVENT_BUCKETS keys of its board and period (all its members' events)
+LOG_INDEX_WCU_PER_EVENT = 2
 
 # -- Prices: us-east-1, on-demand, Standard table class, USD ----------------------------
 PRICE_REGION = "us-east-1"
@@ -247,6 +250,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
     stream_wcu = STREAM_WCU_PER_UPDATE + NOTIFIER_WCU_PER_UPDATE
     table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + stream_wcu) + head_wcu
     table_wcu += w.events_per_s * EVENT_WCU
+    index_wcu += w.events_per_s * LOG_INDEX_WCU_PER_EVENT
 
     from_head = w.head and w.k <= HEAD_SERVES_UP_TO
     top_rcu = VIEW_RCU + HEAD_ITEM_RCU if from_head else top_from_index_rcu(w.k, shards)
@@ -298,6 +302,13 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
                 f"{w.events_per_s:,.0f} events/s on one member take {per_bucket:,.0f} WCU/s per event "
                 f"bucket; the ceiling is {EVENT_BUCKETS * PARTITION_WCU_PER_S / EVENT_BUCKET_WCU:,.0f} "
                 "events/s a member (raise EVENT_BUCKETS)."
+            )
+        per_log_key = w.events_per_s * LOG_INDEX_WCU_PER_EVENT / EVENT_BUCKETS
+        if per_log_key > w.safety * PARTITION_WCU_PER_S:
+            warnings.append(
+                f"{w.events_per_s:,.0f} events/s on one board take {per_log_key:,.0f} WCU/s per LogIndex "
+                f"key; the ceiling is {EVENT_BUCKETS * PARTITION_WCU_PER_S / LOG_INDEX_WCU_PER_EVENT:,.0f} "
+                "events/s a board (raise EVENT_BUCKETS)."
             )
 
     per_member = bytes_per_member(w.data_bytes)

@@ -138,7 +138,8 @@ class Facts:
     calls: set[str] = field(default_factory=set)  # qualnames of layer functions
     operations: set[Operation] = field(default_factory=set)
     transaction_actions: set[str] = field(default_factory=set)
-    queries_index: bool = False  # builds a query request naming IndexName
+    queries_index: bool = False  # builds a query request naming IndexName (the rank index)
+    queries_log_index: bool = False  # builds one naming schema.LOG_INDEX
     queries_table: bool = False  # builds a query request without one
     unresolved: set[str] = field(default_factory=set)
 
@@ -460,7 +461,11 @@ class Program:
                 facts.transaction_actions |= keys & set(TRANSACTION_ACTIONS)
                 if "KeyConditionExpression" in keys:
                     if "IndexName" in keys:
-                        facts.queries_index = True
+                        named = node.values[[getattr(k, "value", None) for k in node.keys].index("IndexName")]
+                        if isinstance(named, ast.Attribute) and named.attr == "LOG_INDEX":
+                            facts.queries_log_index = True
+                        else:
+                            facts.queries_index = True
                     else:
                         facts.queries_table = True
             if isinstance(node, ast.Call):

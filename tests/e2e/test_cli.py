@@ -194,6 +194,34 @@ def test_scores_prints_a_band_as_the_sorted_list_has_it(auth_stack, tmp_path, ad
     assert "--min" in refused.stderr
 
 
+def test_announce_top_is_set_at_creation_changed_by_configure_and_refused_where_no_period_ends(
+    auth_stack, tmp_path, admin
+):
+    # Given a weekly board made with announceTop 20
+    board = unique_id("cli-weekly")
+    made = podium(
+        "boards", "create", board, "--reset", "weekly", "--announce-top", "20", "--json",
+        stack=auth_stack, cwd=tmp_path,
+    )  # fmt: skip
+    assert json.loads(made.stdout)["announceTop"] == 20
+
+    # When configure lowers it (and leaves the rest)
+    podium("boards", "configure", board, "--announce-top", "5", stack=auth_stack, cwd=tmp_path)
+
+    # Then the API shows 5, the period results job's setting; the board still resets weekly
+    read = admin.get_board(board)
+    assert (read.reset, read.announce_top) == ("weekly", 5)
+    # And on a board that never resets it is refused, naming the setting
+    never = unique_id("cli-never")
+    podium("boards", "create", never, stack=auth_stack, cwd=tmp_path)
+    refused = podium(
+        "boards", "configure", never, "--announce-top", "5", stack=auth_stack, cwd=tmp_path, check=False
+    )
+    assert refused.returncode == 1
+    assert "400" in refused.stderr
+    assert "announceTop" in refused.stderr
+
+
 def test_an_import_killed_midway_resumes_to_a_board_equal_to_the_file(auth_stack, tmp_path, admin):
     # Given a board and a CSV of 2,000 members
     board = unique_id("cli-import")

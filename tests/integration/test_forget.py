@@ -86,7 +86,7 @@ def items_of(dynamodb_client: Any, table: str, pk: str) -> list[tuple[str, str]]
     return [(item["pk"]["S"], item["sk"]["S"]) for item in response["Items"]]
 
 
-def inbox(service: Services, board: str, member: str) -> list[tuple[str, str]]:
+def inbox(service: Services, board: str, member: str) -> list[tuple[str, str | None]]:
     found, _ = service.social.notifications(board, member, 100, None)
     return [(n.type, n.by_member_id) for n in found]
 

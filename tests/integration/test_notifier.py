@@ -47,7 +47,9 @@ def feed(table_stream: TableStream) -> Feed:
     return records_of
 
 
-def _inbox(service: Services, board: str, member: str) -> list[tuple[str, str, Decimal, Decimal]]:
+def _inbox(
+    service: Services, board: str, member: str
+) -> list[tuple[str, str | None, Decimal, Decimal | None]]:
     found, _ = service.social.notifications(board, member, 100, None)
     return [(n.type, n.by_member_id, n.score, n.by_score) for n in found]
 

@@ -28,7 +28,7 @@ from tests.integration.test_notifier import RecordingPublisher
 pytestmark = pytest.mark.integration
 
 Record = dict[str, Any]
-Told = tuple[str, str, Decimal, Decimal]  # type, by whom, the recipient's score, the other's
+Told = tuple[str, str | None, Decimal, Decimal | None]  # type, by whom, the recipient's score, the other's
 
 
 class Crash(Exception):

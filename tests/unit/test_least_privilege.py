@@ -22,6 +22,7 @@ import pytest
 
 from devstack import template
 from devstack.template import _Tag
+from podium.dal.schema import LOG_INDEX
 from tests.callgraph import Program
 from tests.unit import test_events
 from tests.unit.test_events import FUNCTIONS, SCORES, Invoke, load_event
@@ -83,6 +84,8 @@ def needed_by_code(code_dir: str) -> set[Grant]:
                 grants.add(("dynamodb:Query", TABLE))
             if any(facts.queries_index for facts in reached):
                 grants.add(("dynamodb:Query", f"{TABLE}/index/{index_name}"))
+            if any(facts.queries_log_index for facts in reached):
+                grants.add(("dynamodb:Query", f"{TABLE}/index/{LOG_INDEX}"))
         else:
             grants.add((f"dynamodb:{_camel(operation.name)}", TABLE))
     return grants
@@ -261,12 +264,15 @@ def test_stream_consumers_read_their_stream_through_what_sam_adds() -> None:
         assert not listed & STREAM_READ_ACTIONS
 
 
-def test_only_the_notifier_publishes_and_only_stream_consumers_send_to_the_queue() -> None:
+def test_only_the_notifier_and_the_period_results_publish_and_only_stream_consumers_send_to_the_queue() -> (
+    None
+):
+    publishers = ("NotifierFunction", "PeriodResultsFunction")
     for logical_id, properties in template_functions().items():
         grants = granted(properties)
         publishes = any(action.startswith("sns:") for action, _ in grants)
         sends = any(action.startswith("sqs:") for action, _ in grants)
-        assert publishes == (logical_id == "NotifierFunction"), logical_id
+        assert publishes == (logical_id in publishers), logical_id
         is_consumer = any(e["Type"] == "DynamoDB" for e in properties.get("Events", {}).values())
         assert sends == is_consumer, logical_id
 
@@ -280,11 +286,12 @@ Recorded = set[Grant]
 def _sample_event(name: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The function's sample event, and what it needs around it (the notifier's topic)."""
     event = load_event(name)
-    if name == "notifier":
+    if name in ("notifier", "period_results"):
         import boto3
 
         topic = boto3.client("sns", region_name="us-east-1").create_topic(Name="unit-NotificationTopic")
         monkeypatch.setenv("NOTIFICATION_TOPIC_ARN", topic["TopicArn"])
+    if name == "notifier":
         event["Records"][0]["dynamodb"]["NewImage"]["t"]["N"] = str(int(time.time() * 1_000_000))
     if name == "take_snapshots":
         monkeypatch.setenv("SNAPSHOT_RETENTION_DAYS", "36500")

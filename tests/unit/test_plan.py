@@ -177,6 +177,7 @@ def test_event_log_ceiling_per_member():
     )
     assert fine.warnings == []
     assert fine.table_wcu == 70_000  # 7 WCU an event
+    assert fine.index_wcu == 20_000  # 2 on LogIndex: the entry put, then removed by the fold
     assert fine.table_rcu == 10_000
     assert any("12,800" in warning for warning in hot.warnings)
 

@@ -12,6 +12,7 @@ import pytest
 
 from devstack import template
 from devstack.schedules import ScheduleTimer, scheduled_event
+from devstack.template import Schedule
 
 
 @pytest.mark.parametrize(
@@ -44,11 +45,25 @@ def _with_rate(minutes: int) -> template.Template:
     return template.Template(document=document, table_names=spec.table_names, prefix=spec.prefix)
 
 
+def _snapshots(spec: template.Template) -> Schedule:
+    """The snapshot job's schedule (the template has others: the period results job's)."""
+    [found] = [s for s in spec.schedules() if s.function == "TakeSnapshotsFunction"]
+    return found
+
+
+def test_the_template_schedules_the_snapshots_and_the_period_results() -> None:
+    by_function = {s.function: s.expression for s in template.read("unit-").schedules()}
+    assert by_function == {
+        "TakeSnapshotsFunction": "rate(5 minutes)",
+        "PeriodResultsFunction": "rate(1 minute)",
+    }
+
+
 def test_the_snapshot_schedule_follows_its_parameter_singular_for_one_minute() -> None:
     # Given the template's default, and the same template with 1 and 15 minutes
-    [default] = template.read("unit-").schedules()
-    [one] = _with_rate(1).schedules()
-    [fifteen] = _with_rate(15).schedules()
+    default = _snapshots(template.read("unit-"))
+    one = _snapshots(_with_rate(1))
+    fifteen = _snapshots(_with_rate(15))
 
     # Then the schedule's expression is one EventBridge takes, for each
     assert (default.function, default.expression, default.period_seconds) == (
@@ -82,14 +97,14 @@ class FakePool:
 
 
 def _timer(pool: FakePool, period: float = 60) -> ScheduleTimer:
-    [schedule] = template.read("unit-").schedules()
+    schedule = _snapshots(template.read("unit-"))
     timer = ScheduleTimer(schedule, period, retry_delay=0)
     timer.pool = pool  # type: ignore[assignment]
     return timer
 
 
 def test_the_event_is_eventbridge_s_scheduled_event() -> None:
-    [schedule] = template.read("unit-").schedules()
+    schedule = _snapshots(template.read("unit-"))
     event = scheduled_event(schedule, datetime(2026, 11, 22, 10, 5, 0, 731000, tzinfo=UTC))
     assert event["time"] == "2026-11-22T10:05:00Z"
     assert (event["version"], event["source"], event["detail-type"], event["detail"]) == (
@@ -143,6 +158,6 @@ def test_the_timer_fires_every_period_until_stopped() -> None:
 
 
 def test_a_period_that_is_not_positive_is_refused() -> None:
-    [schedule] = template.read("unit-").schedules()
+    schedule = _snapshots(template.read("unit-"))
     with pytest.raises(ValueError, match="positive"):
         ScheduleTimer(schedule, 0)

@@ -249,7 +249,8 @@ class Event:
 
 @dataclass(frozen=True)
 class Notification:
-    """One entry of a member's inbox (``overtaken``, ``newLeader``, ...)."""
+    """One entry of a member's inbox: ``overtaken`` and ``newLeader`` name another member
+    (``by_member_id``, ``by_score``); ``periodResult`` a period and the member's final rank."""
 
     id: str
     type: str
@@ -259,6 +260,8 @@ class Notification:
     score: Decimal | None
     by_score: Decimal | None
     created_at: datetime
+    period: str | None = None
+    rank: int | None = None
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Notification:
@@ -271,6 +274,8 @@ class Notification:
             score=optional_score(body.get("score")),
             by_score=optional_score(body.get("byScore")),
             created_at=_moment(body["createdAt"]),
+            period=body.get("period"),
+            rank=_optional_int(body.get("rank")),
         )
 
 

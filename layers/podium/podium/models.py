@@ -16,6 +16,8 @@ TIE_BREAKS = ("shared", "earliest")
 RESETS = ("never", "daily", "weekly", "monthly")
 DEFAULT_SHARDS = 10
 MAX_SHARDS = 100
+DEFAULT_ANNOUNCE_TOP = 100  # members told their final rank when a period ends (podium.results)
+MAX_ANNOUNCE_TOP = 10_000
 
 
 def iso(moment: datetime) -> str:
@@ -78,6 +80,7 @@ class BoardPolicy:
     client_writes: bool = False
     public_read: bool = False
     limits: Limits = field(default_factory=Limits)
+    announce_top: int = DEFAULT_ANNOUNCE_TOP  # a time-windowed board's members told their result
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class Board:
             body["reset"] = self.settings.reset
             body["period"] = self.period
             body["retainPeriods"] = self.settings.retain_periods
+            body["announceTop"] = self.policy.announce_top
         if self.settings.rollup_to:
             body["rollupTo"] = list(self.settings.rollup_to)
         if self.dropped_events:
@@ -354,24 +358,28 @@ class BoardList:
 
 @dataclass(frozen=True)
 class Notification:
-    """One entry of a member's inbox; its id is derived from the stream record that caused
-    it, so a record delivered twice yields the same notification, stored once."""
+    """One entry of a member's inbox; its id is derived from what caused it (a stream
+    record, or a period's end), so a cause handled twice yields the same notification,
+    stored once. ``overtaken`` and ``newLeader`` name another member (``by_*``); a
+    ``periodResult`` names the period and the member's final rank in it."""
 
     notification_id: str
     type: str
     board_id: str
     member_id: str
-    by_member_id: str
+    by_member_id: str | None
     score: Decimal
-    by_score: Decimal
+    by_score: Decimal | None
     created_us: int
+    period: str | None = None
+    rank: int | None = None
 
     @property
     def created_at(self) -> datetime:
         return datetime.fromtimestamp(self.created_us / 1_000_000, tz=UTC)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "id": self.notification_id,
             "type": self.type,
             "boardId": self.board_id,
@@ -379,8 +387,11 @@ class Notification:
             "byMemberId": self.by_member_id,
             "score": self.score,
             "byScore": self.by_score,
+            "period": self.period,
+            "rank": self.rank,
             "createdAt": iso(self.created_at),
         }
+        return {name: value for name, value in body.items() if value is not None}
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from podium.models import (
     LoggedEvent,
     Notification,
     Placement,
+    RankedEntry,
     Rivals,
     ScoreChange,
     ScoreState,
@@ -28,6 +29,7 @@ from podium.models import (
 
 if TYPE_CHECKING:
     from podium.dal.audit import BoardItems, IndexEntry
+    from podium.dal.results import Announcement, ResultsBoard
 
 
 class BoardStore(Protocol):
@@ -255,6 +257,23 @@ class EventStore(Protocol):
     def pending_events(
         self, board_id: str, member_id: str, most: int | None = None
     ) -> tuple[list[LoggedEvent], list[int], bool]: ...
+    def period_has_events(self, board_id: str, period: str) -> bool: ...
+
+
+class ResultStore(Protocol):
+    """A period's announcement and each board's progress (``podium.results``)."""
+
+    def windowed_boards(self, board_ids: Sequence[str]) -> list[ResultsBoard]: ...
+    def start_announcing(self, board_id: str, after: str) -> None: ...
+    def get_announcement(self, board_id: str, period: str) -> Announcement | None: ...
+    def put_announced_parts(
+        self, board_id: str, period: str, run: str, parts: Sequence[Sequence[RankedEntry]], expires: int
+    ) -> None: ...
+    def announced_part(self, board_id: str, period: str, run: str, number: int) -> list[RankedEntry]: ...
+    def claim_announcement(self, announcement: Announcement, expires: int) -> bool: ...
+    def mark_period_closed(self, board_id: str, period: str) -> None: ...
+    def advance_announcement(self, board_id: str, period: str, told: int, now_told: int) -> bool: ...
+    def finish_announcement(self, board_id: str, period: str) -> None: ...
 
 
 class SnapshotStore(Protocol):
@@ -304,7 +323,15 @@ class Repositories(Protocol):
     def snapshots(self) -> SnapshotStore: ...
     @property
     def audit(self) -> AuditStore: ...
+    @property
+    def results(self) -> ResultStore: ...
 
 
 class Publisher(Protocol):
     def publish(self, notification: Notification) -> None: ...
+
+
+class Announcer(Publisher, Protocol):
+    """A publisher that also sends a message of its own to the topic (``periodClosed``)."""
+
+    def publish_message(self, body: Mapping[str, Any], attributes: Mapping[str, str]) -> None: ...

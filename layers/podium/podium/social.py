@@ -10,7 +10,7 @@ from podium.boards import BoardService, to_microseconds
 from podium.errors import Conflict, ItemMissing, NotFound, VersionConflict
 from podium.models import ENDED_FOLLOW_KEEP_US, Notification, Rivals
 from podium.models import INBOX_KEEP_SECONDS as INBOX_KEEP_SECONDS  # the page's horizon, named here too
-from podium.ports import MemberStore, SocialStore
+from podium.ports import MemberStore, Publisher, SocialStore
 
 INBOX_POSITION = re.compile(r"\d{17}#[0-9a-f]{1,64}")
 
@@ -64,3 +64,16 @@ class SocialService:
         since = max(joined, (now_s - INBOX_KEEP_SECONDS) * 1_000_000)
         found, last = self.social.list_notifications(board_id, member_id, limit, before, now_s, since)
         return found, (cursors.encode(scope, last) if last is not None else None)
+
+
+def deliver(social: SocialStore, publisher: Publisher, notification: Notification) -> bool:
+    """The outbox of every notification: into the inbox first (once: its id is
+    deterministic, and the put is conditional), then to the topic unless the inbox item says
+    it was published. A crash between the publish and its mark publishes it again on the
+    next attempt (SNS delivery is at least once; the message's ``id`` tells the copies
+    apart); a crash before the publish loses nothing. True when the inbox item is new."""
+    stored = social.put_notification(notification, INBOX_KEEP_SECONDS)
+    if stored or not social.notification_published(notification):
+        publisher.publish(notification)
+        social.mark_published(notification)
+    return stored

@@ -12,6 +12,7 @@ from podium import numbers
 from podium.errors import PayloadTooLarge, ValidationError
 from podium.models import (
     DEFAULT_SHARDS,
+    MAX_ANNOUNCE_TOP,
     MAX_SHARDS,
     OPERATORS,
     ORDERS,
@@ -151,6 +152,7 @@ class BoardRequest:
     client_writes: bool | None = None
     public_read: bool | None = None
     limits: Limits | None = None
+    announce_top: int | None = None
 
     def policy(self, current: BoardPolicy) -> BoardPolicy:
         """``current`` with what this request gives in place of what it left out."""
@@ -158,6 +160,7 @@ class BoardRequest:
             client_writes=current.client_writes if self.client_writes is None else self.client_writes,
             public_read=current.public_read if self.public_read is None else self.public_read,
             limits=current.limits if self.limits is None else self.limits,
+            announce_top=current.announce_top if self.announce_top is None else self.announce_top,
         )
 
 
@@ -230,6 +233,7 @@ def board_request(body: dict[str, Any], own_id: str = "") -> BoardRequest:
             "clientWrites",
             "publicRead",
             "limits",
+            "announceTop",
         ),
     )
     title = body.get("title")
@@ -250,7 +254,22 @@ def board_request(body: dict[str, Any], own_id: str = "") -> BoardRequest:
         client_writes=_flag(body, "clientWrites"),
         public_read=_flag(body, "publicRead"),
         limits=limits(body),
+        announce_top=announce_top(body, settings.reset),
     )
+
+
+def announce_top(body: dict[str, Any], reset: str) -> int | None:
+    """``announceTop``: None when left out. Only a board whose periods end announces their
+    results, so on a board that never resets the setting would do nothing: 400, rather than
+    accept a setting that is silently ignored (docs/periods.md)."""
+    if "announceTop" not in body:
+        return None
+    if reset == "never":
+        raise ValidationError(
+            "announceTop is a setting of boards that reset (daily, weekly or monthly): "
+            "this request's reset is never (reset is fixed at creation: repeat it)"
+        )
+    return _integer(body["announceTop"], "announceTop", 0, MAX_ANNOUNCE_TOP)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from podium.dal import Database  # boto3 with it: in Lambda's init phase, not th
 if TYPE_CHECKING:
     from podium.bands import ScoreBands
     from podium.consistency import Checker
+    from podium.dal.publisher import SnsPublisher
     from podium.maintenance import Maintenance
     from podium.members import MemberService
     from podium.ports import Publisher, Repositories
@@ -114,9 +115,17 @@ def notifier() -> Notifier:
     return services().notifier(SnsPublisher(settings().notification_topic))
 
 
+@cache
+def announcer() -> SnsPublisher:
+    """The period results job's publisher: notifications and periodClosed, to the topic."""
+    from podium.dal.publisher import SnsPublisher
+
+    return SnsPublisher(settings().notification_topic)
+
+
 def reset() -> None:
     """Forget every object built, and the settings they were built from."""
     from podium import identity
 
-    for built in (services, notifier, settings, identity.verifier):
+    for built in (services, notifier, announcer, settings, identity.verifier):
         built.cache_clear()

@@ -13,6 +13,7 @@ from podium.counttree import Count, Entry, Inner, Leaf, Node, Tombstone
 from podium.dal import schema
 from podium.dal.client import Item, deserializer, parse_timestamp, plain, serializer, timestamp
 from podium.models import (
+    DEFAULT_ANNOUNCE_TOP,
     Board,
     BoardPolicy,
     BoardSettings,
@@ -50,6 +51,8 @@ def board_item(board: Board) -> Item:
         item["countTree"] = {"BOOL": True}
     if board.title is not None:
         item["title"] = {"S": board.title}
+    if s.reset != "never":  # every period from its first on is announced (podium.results)
+        item[schema.ANNOUNCED_THROUGH] = {"S": schema.NOTHING_ANNOUNCED}
     item.update(policy_attributes(board.policy))
     return item
 
@@ -63,6 +66,7 @@ def policy_attributes(policy: BoardPolicy) -> Item:
     item: Item = {
         "clientWrites": {"BOOL": policy.client_writes},
         "publicRead": {"BOOL": policy.public_read},
+        "announceTop": {"N": str(policy.announce_top)},
     }
     item.update({name: serializer.serialize(limits[name]) for name in LIMIT_ATTRIBUTES if name in limits})
     return item
@@ -78,6 +82,7 @@ def policy_from_values(values: dict[str, Any]) -> BoardPolicy:
             max_value=values.get("maxValue"),
             max_submissions_per_minute=int(per_minute) if per_minute is not None else None,
         ),
+        announce_top=int(values.get("announceTop", DEFAULT_ANNOUNCE_TOP)),
     )
 
 
@@ -288,13 +293,20 @@ def inbox_key(notification: Notification) -> Item:
 
 
 def notification_attributes(n: Notification) -> Item:
-    return {
+    item: Item = {
         "id": {"S": n.notification_id},
         "type": {"S": n.type},
-        "by": {"S": n.by_member_id},
         "s": serializer.serialize(n.score),
-        "bs": serializer.serialize(n.by_score),
     }
+    if n.by_member_id is not None:
+        item["by"] = {"S": n.by_member_id}
+    if n.by_score is not None:
+        item["bs"] = serializer.serialize(n.by_score)
+    if n.period is not None:
+        item["pd"] = {"S": n.period}
+    if n.rank is not None:
+        item["rk"] = {"N": str(n.rank)}
+    return item
 
 
 def notification_from_item(item: Item) -> Notification:
@@ -304,10 +316,12 @@ def notification_from_item(item: Item) -> Notification:
         type=item["type"]["S"],
         board_id=board_id,
         member_id=member_id,
-        by_member_id=item["by"]["S"],
+        by_member_id=item["by"]["S"] if "by" in item else None,
         score=deserializer.deserialize(item["s"]),
-        by_score=deserializer.deserialize(item["bs"]),
+        by_score=deserializer.deserialize(item["bs"]) if "bs" in item else None,
         created_us=schema.created_us_of_inbox_sk(item["sk"]["S"]),
+        period=item["pd"]["S"] if "pd" in item else None,
+        rank=int(item["rk"]["N"]) if "rk" in item else None,
     )
 
 
@@ -321,10 +335,12 @@ def notification_from_json(raw: dict[str, Any]) -> Notification:
         type=raw["type"],
         board_id=raw["boardId"],
         member_id=raw["memberId"],
-        by_member_id=raw["byMemberId"],
+        by_member_id=raw.get("byMemberId"),
         score=raw["score"],
-        by_score=raw["byScore"],
+        by_score=raw.get("byScore"),
         created_us=int(raw["createdUs"]),
+        period=raw.get("period"),
+        rank=int(raw["rank"]) if raw.get("rank") is not None else None,
     )
 
 

@@ -20,9 +20,11 @@ class EventLog:
         """Insert the events, all or none, in one transaction (inserts only: no read)."""
         items: list[Any] = []
         for event in events:
+            bucket = schema.event_bucket(event.key)
             item: dict[str, Any] = {
                 **codecs.event_key(event),
                 "p": {"S": event.period},
+                schema.LOG_INDEX_PK: {"S": schema.log_index_pk(event.board_id, event.period, bucket)},
                 "v": serializer.serialize(event.value),
                 "i": {"S": event.insertion},
                 "ttl": {"N": str(expires)},
@@ -138,6 +140,24 @@ class EventLog:
             if item:
                 claims[event_id] = item["i"]["S"]
         return claims
+
+    def period_has_events(self, board_id: str, period: str) -> bool:
+        """Whether any event of the board's ``period`` is still in the log (not folded and
+        deleted yet): one query of one key of ``LogIndex`` per bucket, all at once, each
+        asking for a single key. The index is eventually consistent: an event inserted a
+        moment ago may be missing yet (``podium.results`` waits for a grace period first)."""
+
+        def bucket(index: int) -> bool:
+            request: dict[str, Any] = {
+                "IndexName": schema.LOG_INDEX,
+                "KeyConditionExpression": "#lp = :p",
+                "ExpressionAttributeNames": {"#lp": schema.LOG_INDEX_PK},
+                "ExpressionAttributeValues": {":p": {"S": schema.log_index_pk(board_id, period, index)}},
+                "Limit": 1,
+            }
+            return bool(next(self.tables.query_pages(request)).get("Items"))
+
+        return any(fanout.gather(bucket, list(range(schema.EVENT_BUCKETS))))
 
     def delete_events(self, events: Sequence[LoggedEvent]) -> None:
         self.tables.batch_write([{"DeleteRequest": {"Key": codecs.event_key(e)}} for e in events])

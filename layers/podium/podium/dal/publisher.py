@@ -1,9 +1,11 @@
-"""Publishing a notification to the stack's SNS topic, with message attributes ``type``,
-``boardId`` and ``memberId`` for subscription filters."""
+"""Publishing to the stack's SNS topic: a notification, with message attributes ``type``,
+``boardId`` and ``memberId`` for subscription filters, or a message of its own (a period's
+``periodClosed``: ``podium.results``)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from podium import numbers
@@ -17,6 +19,13 @@ class SnsPublisher:
         self._lock = threading.Lock()  # the notifier publishes from several threads at once
 
     def publish(self, notification: Notification) -> None:
+        self.publish_message(
+            notification.to_json(),
+            {"type": notification.type, "boardId": notification.board_id, "memberId": notification.member_id},
+        )
+
+    def publish_message(self, body: Mapping[str, Any], attributes: Mapping[str, str]) -> None:
+        """Publish ``body`` (JSON, exact numbers) with string message attributes."""
         with self._lock:
             if self._client is None:
                 import boto3
@@ -24,10 +33,8 @@ class SnsPublisher:
                 self._client = boto3.client("sns")
         self._client.publish(
             TopicArn=self.topic_arn,
-            Message=numbers.dumps(notification.to_json()),
+            Message=numbers.dumps(dict(body)),
             MessageAttributes={
-                "type": {"DataType": "String", "StringValue": notification.type},
-                "boardId": {"DataType": "String", "StringValue": notification.board_id},
-                "memberId": {"DataType": "String", "StringValue": notification.member_id},
+                name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()
             },
         )

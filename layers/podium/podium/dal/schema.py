@@ -25,6 +25,10 @@ FANOUT = "J#"  # a job over a member's followers, a chunk at a time: J#{boardId}
 SNAPSHOTS = "S#"
 TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.counttree)
 CATALOG = "CATALOG"
+# On a time-windowed board's item: the last period whose results were announced; a board
+# made since announcing began starts with NOTHING_ANNOUNCED (it sorts before every period id).
+ANNOUNCED_THROUGH = "announcedThrough"
+NOTHING_ANNOUNCED = "-"
 
 # Sort keys and their prefixes.
 BOARD_ITEM = "BOARD"
@@ -39,6 +43,7 @@ BUCKET = "BKT#"  # + period # lo
 BUCKET_STATE = "BST#"  # + period # lo
 BUCKET_SNAPSHOT = "BSN#"  # + period # epoch # lo
 LEADER = "LEADER#"  # + period
+RESULT = "RESULT#"  # + period: its announcement; + period # run # part: its announced list
 TREE_ROOT = "R"  # the count tree's root; its other nodes are {level:02d}#{lo}
 TREE_CHILD = "k"  # + a child's lo: its key in an inner node's map (a map key cannot be empty)
 APPLIED = "APPLIED"  # the sort key of every mark
@@ -60,6 +65,11 @@ TOMBSTONE = "gone"
 LIVE_PROFILE = f"attribute_exists(pk) AND attribute_not_exists({TOMBSTONE})"
 
 EVENT_BUCKETS = 64  # a hot member's events spread over 64 partition keys (docs/capacity.md)
+# The sparse index of the events not folded yet: every logged event carries LOG_INDEX_PK,
+# ``{boardId}#{period}#{bucket}``, until the fold deletes it, so that whether a board's period
+# has events waiting is EVENT_BUCKETS queries of one key each (podium.results).
+LOG_INDEX = "LogIndex"
+LOG_INDEX_PK = "lp"
 
 Key = dict[str, Any]
 
@@ -227,6 +237,18 @@ def event_bucket(event_key_: str) -> int:
     """Which of the member's EVENT_BUCKETS partitions an event goes to: a hash of its key."""
     digest = hashlib.blake2b(event_key_.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "big") % EVENT_BUCKETS
+
+
+def log_index_pk(board_id: str, period: str, bucket: int) -> str:
+    return f"{board_id}{SEPARATOR}{period}{SEPARATOR}{bucket}"
+
+
+def result_key(board_id: str, period: str) -> Key:
+    return key(f"{BOARD}{board_id}", f"{RESULT}{period}")
+
+
+def result_part_key(board_id: str, period: str, run: str, part: int) -> Key:
+    return key(f"{BOARD}{board_id}", f"{RESULT}{period}{SEPARATOR}{run}{SEPARATOR}{part:05d}")
 
 
 def event_pk(board_id: str, member_id: str, bucket: int) -> str:

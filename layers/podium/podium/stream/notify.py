@@ -45,6 +45,7 @@ from podium.indexreads import read_keys
 from podium.models import INBOX_KEEP_SECONDS, BoardSettings, LeaderState, Notification, Unknown
 from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
 from podium.ranking import merge_shards
+from podium.social import deliver as outbox_deliver
 from podium.stream import forget
 from podium.stream.records import (
     FORGET,
@@ -351,10 +352,7 @@ class Notifier:
     # -- delivery ---------------------------------------------------------------------
 
     def deliver(self, notification: Notification) -> None:
-        stored = self.social.put_notification(notification, INBOX_TTL_SECONDS)
-        if stored or not self.social.notification_published(notification):
-            self.publisher.publish(notification)
-            self.social.mark_published(notification)
+        outbox_deliver(self.social, self.publisher, notification)
 
 
 def _notification(
