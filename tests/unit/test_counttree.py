@@ -14,7 +14,7 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from podium import counttree, treebuild
@@ -110,6 +110,18 @@ def test_a_superseded_replay_puts_nothing_but_still_takes_its_member_out() -> No
     assert decide(here, change) == counttree.Outcome(None, None, in_order=False)
 
 
+def test_a_superseded_replay_takes_back_the_entry_an_earlier_attempt_of_it_put() -> None:
+    # Given m's entry put by a replay of version 4 that died before taking it back, the
+    # newer records having passed the leaf before it landed (none of them left a trace)
+    here = leaf(("m", Entry("05#m", (1, 4))))
+    # When the replay comes again, its member's score item newer by now
+    change = Change("m", "05#m", "05#m", (1, 4), NOW, superseded=True)
+    # Then it takes its own entry out (and would leave a newer one alone)
+    assert decide(here, change) == counttree.Outcome(None, None, in_order=False)
+    newer_entry = leaf(("m", Entry("05#m", (1, 6))))
+    assert decide(newer_entry, change).entry == Entry("05#m", (1, 6))
+
+
 def test_tombstones_past_keeping_are_dropped_by_a_write_decided_on_the_leaf() -> None:
     stale = Tombstone((1, 1), NOW - counttree.TOMBSTONE_KEEP_S - 1)
     here = leaf(("a", Entry("01#a", (1, 1))), stones={"x": stale, "y": Tombstone((1, 1), NOW)})
@@ -199,6 +211,40 @@ def test_a_move_inside_a_leaf_reports_nothing() -> None:
         store.log.clear()
         keeper.apply(TREE, Change("m00", key(10, "m00"), key(11, "m00"), (1, 2), NOW))
     assert store.log == [("leaf", (0, ""), True)]
+
+
+def test_a_replay_that_died_after_its_write_takes_its_entry_back_when_replayed_again() -> None:
+    with small_nodes(4, 8):
+        store, keeper = grown(12)
+        member, k = "m05", key(15, "m05")
+        records = [Change(member, k, None, (1, 3), NOW), Change(member, None, k, (1, 4), NOW)]
+        records.append(Change(member, k, None, (1, 5), NOW))
+        replayed = Change(member, k, k, (1, 2), NOW)  # version 2, given up to the redrive
+
+        def item_then_stream_moves_on() -> counttree.Version | None:
+            # the replay reads the item at version 2; the member's next records (it left,
+            # came back, left) are written and applied before the replay's leaf write lands
+            for record in records:
+                keeper.apply(TREE, record)
+            return (1, 2)
+
+        def dies() -> counttree.Version | None:
+            raise Crash  # the invocation dies before its check after the write
+
+        reads = iter([item_then_stream_moves_on, dies])
+        # Given a replay that put its entry after its member had left, and died before
+        # taking it back
+        with suppress(Crash):
+            TreeKeeper(store).apply(TREE, replayed, lambda: next(reads)())
+        assert member in {m for found in leaves_of(store) for m in found.entries}
+        # When the redrive replays it again, the member's score item at version 5 now
+        TreeKeeper(store).apply(TREE, replayed, lambda: (1, 5))
+    # Then the member is in no leaf, and the counts are a sorted list's without it
+    assert member not in {m for found in leaves_of(store) for m in found.entries}
+    assert_counts_converged(store)
+    ordered = sorted(key(10 + i, f"m{i:02d}") for i in range(12) if i != 5)
+    bounds = [key(score, "") for score in range(9, 24)]
+    assert TreeReader(store).count_below("board", "all", bounds) == [bisect_left(ordered, b) for b in bounds]
 
 
 class Scripted(random.Random):
@@ -546,6 +592,21 @@ ops = st.one_of(st.integers(0, 24), st.sampled_from(["hide", "delete"]))
 
 @pytest.mark.parametrize("batches", [False, True], ids=["record by record", "in batches"])
 @settings(max_examples=250)
+# Found by this test: a replay whose entry landed after its member's newer records had
+# passed the leaf, and whose check after the write met a split and started it again (the
+# second attempt, superseded, took the entry for a redelivery and left it).
+@example(
+    histories=[
+        ["hide"],
+        [0, 0, 0],
+        [0, 0, 0, 0, "hide", 0, "hide"],
+        [0],
+        [0, 0, 0, 0, "hide", 0],
+        [0, "hide"],
+    ],
+    seed=39,
+    bounds=[""],
+)
 @given(
     st.lists(st.lists(ops, min_size=1, max_size=7), min_size=1, max_size=16),
     st.integers(0, 2**32),

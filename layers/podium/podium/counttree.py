@@ -195,11 +195,17 @@ def decide(leaf: Leaf, change: Change) -> Outcome:
     (over any older one: a move within the leaf). Else the member leaves: without a trace
     when the leaf held exactly what the predecessor left, with a tombstone otherwise (out of
     order: an older record might still come). A superseded record puts nothing: the newer
-    record puts the member where it belongs."""
+    record puts the member where it belongs. Nor does it leave its own entry there (put by
+    an earlier attempt of the replay that died or started again before taking it back, or
+    by the record's first delivery): the leaf has "seen" the version only through that
+    entry, and the newer records may have passed the leaf before it landed (then nothing
+    else takes it out) or not (then they find the member gone, as out of order)."""
     member = change.member
     current, stone = member_state(leaf, member)
     seen = max((x.version for x in (current, stone) if x is not None), default=None)
     if seen is not None and seen >= change.version:
+        if change.superseded and change.new is not None and current == Entry(change.new, change.version):
+            return Outcome(None, stone, in_order=False)
         return Outcome(current, stone, in_order=False)
     predecessor = (
         Entry(change.old, change.previous) if change.old is not None and holds(leaf, change.old) else None
