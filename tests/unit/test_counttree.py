@@ -463,10 +463,21 @@ class Delivery:
     now and then, and a consumer dying between two requests, its record retried or given
     up), and a redrive that replays given-up records after newer ones of their members,
     reading the member's score item when the keeper asks (what the writers have written: at
-    least what the stream has delivered, and maybe a write or two more)."""
+    least what the stream has delivered, and maybe a write or two more); a replay's
+    invocation dies now and then between two requests, and the redrive replays it again
+    later (the message stays on the queue)."""
 
-    def __init__(self, records: dict[str, list[Record]], draw: random.Random, steps: LockStep) -> None:
+    def __init__(
+        self,
+        records: dict[str, list[Record]],
+        draw: random.Random,
+        steps: LockStep,
+        replay_deaths: random.Random | None = None,
+    ) -> None:
         self.records, self.draw, self.steps = records, draw, steps
+        # when a replay's invocation dies (a draw of its own, so that the deliveries drawn
+        # for a seed stay what they were where no replay dies)
+        self.replay_deaths = replay_deaths or random.Random(0)
         self.written = dict.fromkeys(records, 0)  # records written, per member
         self.given_up: list[Record] = []
         self.consumers_left = 2
@@ -582,7 +593,13 @@ class Delivery:
                     self.steps.gate()  # nothing to replay yet: let the others go on
                     continue
                 record = self.given_up.pop(self.draw.randrange(len(self.given_up)))
-                keeper.apply(TREE, record.change(), self.score_item(record.member))
+                dies = self.replay_deaths.random() < 0.15
+                self.steps.crash_in(self.replay_deaths.randint(1, 6) if dies else None)
+                try:
+                    keeper.apply(TREE, record.change(), self.score_item(record.member))
+                except Crash:  # the consumer failed the replay: the message stays, replayed again
+                    self.given_up.append(record)
+                self.steps.crash_in(None)
 
         return run
 
@@ -622,7 +639,7 @@ def test_random_histories_count_like_a_sorted_list_of_the_newest_keys(
     with small_nodes():
         steps = LockStep(draw)
         store = MemoryTree(gate=steps.gate)
-        delivery = Delivery(records, draw, steps)
+        delivery = Delivery(records, draw, steps, random.Random(-seed))
         consumer = delivery.batch_consumer if batches else delivery.consumer
         reader = TreeReader(store)  # reads along the way: its shape goes stale
         seen: list[list[int]] = []
