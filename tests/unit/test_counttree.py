@@ -337,6 +337,40 @@ def test_a_redelivery_reports_all_the_way_to_the_root(reported: int) -> None:
     assert_counts_converged(store)
 
 
+def test_a_batch_redelivered_after_a_death_between_reports_reports_a_joining_and_leaving_member_up() -> None:
+    with small_nodes(3, 3):
+        store, _ = grown(30)
+        assert store.nodes()[ROOT].level >= 2
+        room = min((f for f in leaves_of(store) if f.lo and f.hi and f.total < 3), key=lambda f: f.lo)
+        joining = key(int(room.lo[:2]), "m99")
+        assert holds(room, joining)
+        joins = Change("m99", None, joining, (1, 1), NOW)
+        leaves = Change("m99", joining, None, (1, 2), NOW)
+        # Given a member that joined in one batch (applied and reported, its answer lost),
+        knowing(store).apply_batch(TREE, [joins])
+        # and the batch again with its leaving too, whose consumer died after reporting the
+        # leaf's parent (a level changed, the level above not told)
+        steps = LockStep(Scripted())
+        store.gate = steps.gate
+        steps.countdown["dying"] = 5  # (its start,) the join met, the leave, a report, then dies
+        dying = knowing(store)
+
+        def deliver() -> None:
+            assert dying.apply_batch(TREE, [joins, leaves]) == {0, 1}  # all failed: retried
+
+        steps.run({"dying": deliver})
+        store.gate = lambda: None
+        # When the batch is delivered again (both records now meet the leaf in the usual
+        # order: the leave left no trace of the join)
+        knowing(store).apply_batch(TREE, [joins, leaves])
+    # Then every level counts the member gone, and counts are the sorted list's
+    assert "m99" not in {m for found in leaves_of(store) for m in found.entries}
+    assert_counts_converged(store)
+    ordered = sorted(key(10 + i, f"m{i:02d}") for i in range(30))
+    bounds = [key(score, "") for score in range(9, 42)]
+    assert TreeReader(store).count_below("board", "all", bounds) == [bisect_left(ordered, b) for b in bounds]
+
+
 # -- random histories, delivered as a stream delivers them, interleaved request by request -----
 
 
@@ -622,6 +656,26 @@ ops = st.one_of(st.integers(0, 24), st.sampled_from(["hide", "delete"]))
         [0, "hide"],
     ],
     seed=39,
+    bounds=[""],
+)
+# and in batches: a batch redelivered after its consumer died between two reports, its
+# member joining and leaving in it (both in the usual order again), stopped its reports
+# below the level the dead delivery had left behind
+@example(
+    histories=[
+        ["hide"],
+        [4, "hide", 2, 0, 1],
+        [4, 0],
+        [0, "hide", 0, "hide"],
+        [0, 0],
+        [1],
+        [2, 4, "hide", 3, 1, 2],
+        [4, 0, 0, 0, 3],
+        [2],
+        [3, "hide", 2, 2],
+        [0, "hide", 1, "hide"],
+    ],
+    seed=394033,
     bounds=[""],
 )
 @given(

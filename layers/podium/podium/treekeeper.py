@@ -36,6 +36,7 @@ guarded, so doing one again changes nothing it should not.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -147,12 +148,22 @@ class TreeKeeper:
         the records that changed its children, not one per record. The positions of the
         records that failed (all of them when the reports fail: their redelivery meets its
         own entries and reports all the way to the root, as a record's does after a crash
-        between its leaf and its reports)."""
+        between its leaf and its reports).
+
+        A member with several records in the batch is the exception: its later records
+        leave no trace of the earlier ones (a join then a leave, in the usual order), so a
+        redelivery of the batch meets the leaves as the first delivery did, in the usual
+        order, and its reports, net zero, would stop below a node the dead delivery changed
+        but never reported. Such records report all the way to the root every time."""
         pending: dict[NodeId, Pending] = {}
         failed: set[int] = set()
+        repeated = {m for m, n in Counter(change.member for change in changes).items() if n > 1}
         for position, change in enumerate(changes):
             try:
-                for report_id, report in self._written(tree, change).items():
+                written = self._written(tree, change)
+                if change.member in repeated:
+                    written = to_the_root(written)
+                for report_id, report in written.items():
                     enqueue(pending, report_id, report)
             except Exception:
                 log.exception("a record of the count tree of %s failed", tree.board_id)
