@@ -76,6 +76,7 @@ class Route(StrEnum):
     NOTIFICATIONS = "GET /boards/{boardId}/members/{memberId}/notifications"
     LOG_EVENTS = "POST /boards/{boardId}/events"
     SNAPSHOTS = "GET /boards/{boardId}/snapshots"
+    RESHARD = "POST /boards/{boardId}/reshard"
 
     @property
     def method(self) -> str:

@@ -44,6 +44,12 @@ class Settings:
     # Signs cursors (podium.cursors). The stack's secret in AWS; without one, a key of this
     # process's own: its cursors are then valid only in the instance that made them.
     cursor_key: str = ""
+    # How long an instance keeps a board's layout (its shard count and re-shard): a move
+    # waits this long, and a little more, before moving items (podium.layouts).
+    layout_cache_seconds: int = 5
+    # How long one run of the re-shard worker moves items before it records where it got
+    # to and stops (its Lambda timeout leaves room for that).
+    reshard_budget_seconds: int = 45
 
     def __post_init__(self) -> None:
         if not 1 <= self.shard_query_concurrency <= 1000:
@@ -53,6 +59,8 @@ class Settings:
         if self.snapshot_retention_days < 1:
             days = self.snapshot_retention_days
             raise ValueError(f"SNAPSHOT_RETENTION_DAYS must be at least 1, not {days}")
+        if not 1 <= self.layout_cache_seconds <= 300:
+            raise ValueError(f"LAYOUT_CACHE_SECONDS must be from 1 to 300, not {self.layout_cache_seconds}")
         if not 1 <= self.fanout_chunk_size <= MAX_FANOUT_CHUNK_SIZE:
             chunk = self.fanout_chunk_size
             raise ValueError(f"FANOUT_CHUNK_SIZE must be from 1 to {MAX_FANOUT_CHUNK_SIZE}, not {chunk}")
@@ -90,6 +98,8 @@ class Settings:
             auth_member_claim=os.environ.get("AUTH_MEMBER_CLAIM") or "sub",
             auth_jwks_url=os.environ.get("AUTH_JWKS_URL", ""),
             cursor_key=os.environ.get("CURSOR_KEY", ""),
+            layout_cache_seconds=_integer("LAYOUT_CACHE_SECONDS", 5),
+            reshard_budget_seconds=_integer("RESHARD_BUDGET_SECONDS", 45),
             request_metrics=_switch("REQUEST_METRICS"),
         )
 

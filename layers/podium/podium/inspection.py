@@ -244,7 +244,7 @@ def _member(state: BoardState, profile: StoredProfile, stored: StoredScore, foun
     score = f"score {stored.state.score}"
     if stored.sort_key is None or stored.partition is None:
         found.add(Kind.INDEX_MISSING, f"member {member_id} ({score}) is not in the ranking index", member_id)
-    elif stored.partition != want.partition:
+    elif stored.partition != want.partition and stored.partition not in _movable(state, member_id, period):
         found.add(
             Kind.INDEX_WRONG_PARTITION,
             f"member {member_id} is in index partition {stored.partition}, not {want.partition}",
@@ -259,6 +259,12 @@ def _member(state: BoardState, profile: StoredProfile, stored: StoredScore, foun
     else:
         return
     found.rewrites.append(Rewrite(stored, hidden=False))
+
+
+def _movable(state: BoardState, member_id: str, period: str) -> set[str]:
+    """Where a member may sit while a re-shard is on: its shard under either layout."""
+    counts = state.settings.moving or ()
+    return {keys.rank_partition_key(state.board_id, period, keys.shard_of(member_id, n)) for n in counts}
 
 
 def _index(state: BoardState, period_scores: dict[str, StoredScore], found: Findings) -> None:

@@ -168,5 +168,11 @@ def placement(
 
 
 def partitions(board_id: str, settings: BoardSettings, period: str) -> list[str]:
-    """The shard partitions of a board's ranking in one period."""
-    return [rank_partition_key(board_id, period, shard) for shard in range(settings.shards)]
+    """The shard partitions of a board's ranking in one period: while a re-shard moves its
+    items, those of both layouts (``read_shards``, podium.layouts)."""
+    return [rank_partition_key(board_id, period, shard) for shard in range(settings.read_shards)]
+
+
+def shard_of_partition(partition: str) -> int:
+    """The shard number at the end of a partition key."""
+    return int(partition.rsplit(SEPARATOR, 1)[1])

@@ -33,6 +33,14 @@ class BoardSettings:
     reset: str = "never"
     retain_periods: int = 12
     rollup_to: tuple[str, ...] = ()
+    # While a re-shard moves items, and a little after: the shard counts it moves between
+    # (from, to), whose partitions reads cover (podium.layouts). Never stored, never compared.
+    moving: tuple[int, int] | None = None
+
+    @property
+    def read_shards(self) -> int:
+        """How many partitions a read covers: both layouts' while a move is on."""
+        return max(self.moving) if self.moving else self.shards
 
     def is_better(self, a: Decimal, b: Decimal) -> bool:
         """Is score ``a`` strictly better than ``b`` under this board's order?"""
@@ -81,6 +89,31 @@ class BoardPolicy:
 
 
 @dataclass(frozen=True)
+class Reshard:
+    """A board's move to another shard count (podium.resharding): on until ``ended_at``,
+    then kept a little while, so that instances still holding the old layout read right."""
+
+    from_shards: int
+    to_shards: int
+    started_at: datetime
+    copied: int = 0  # score items moved so far
+    ended_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"toShards": self.to_shards, "startedAt": iso(self.started_at), "copied": self.copied}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a re-shard's backfill has got to: the period, the old layout's shard, and the
+    last sort key of that shard dealt with (None: from its top)."""
+
+    period: str
+    shard: int
+    after: str | None = None
+
+
+@dataclass(frozen=True)
 class Board:
     """A board: its settings, title and when it was created."""
 
@@ -94,6 +127,7 @@ class Board:
     policy: BoardPolicy = field(default_factory=BoardPolicy)
     largest_data: int | None = EMPTY_DATA_BYTES  # bytes of its largest data (None: not kept)
     count_tree: bool = True  # its count tree is whole (False: made before trees, not built yet)
+    reshard: Reshard | None = None  # a move to another shard count, on or just ended
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -117,6 +151,8 @@ class Board:
             body["rollupTo"] = list(self.settings.rollup_to)
         if self.dropped_events:
             body["droppedEvents"] = self.dropped_events
+        if self.reshard is not None and self.reshard.ended_at is None:
+            body["reshard"] = self.reshard.to_json()
         return body
 
 

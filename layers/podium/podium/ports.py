@@ -14,6 +14,7 @@ from podium.idempotency import RecordedSubmission, SubmissionKey
 from podium.models import (
     Board,
     BoardPolicy,
+    Checkpoint,
     HeadItem,
     LeaderState,
     LoggedEvent,
@@ -283,6 +284,27 @@ class AuditStore(Protocol):
     def drop_index_keys(self, entry: IndexEntry) -> bool: ...
 
 
+class ReshardStore(Protocol):
+    def start(
+        self, board_id: str, from_shards: int, to_shards: int, started_at: datetime, settled: datetime
+    ) -> bool: ...
+    def moving(self) -> list[str]: ...
+    def progress(self, board_id: str) -> tuple[Board, Checkpoint | None] | None: ...
+    def claim(self, board_id: str, owner: str, now_ms: int, until_ms: int) -> bool: ...
+    def advance(self, board_id: str, owner: str, moved: int, checkpoint: Checkpoint) -> bool: ...
+    def end(self, board_id: str, owner: str, to_shards: int, ended_at: datetime) -> bool: ...
+    def forget(self, board_id: str) -> None: ...
+    def move(
+        self,
+        board_id: str,
+        member_id: str,
+        period: str,
+        from_partition: str,
+        to_partition: str,
+        sort_key: str,
+    ) -> bool: ...
+
+
 class Repositories(Protocol):
     """Every store of the service (``podium.dal.Database``)."""
 
@@ -304,6 +326,8 @@ class Repositories(Protocol):
     def snapshots(self) -> SnapshotStore: ...
     @property
     def audit(self) -> AuditStore: ...
+    @property
+    def reshards(self) -> ReshardStore: ...
 
 
 class Publisher(Protocol):

@@ -374,3 +374,13 @@ def query_bool(params: dict[str, str], name: str) -> bool:
     if raw.lower() not in ("true", "false"):
         raise ValidationError(f"{name} must be true or false")
     return raw.lower() == "true"
+
+
+def reshard_shards(body: dict[str, Any]) -> int:
+    """The shard count a re-shard asks for: ``{"shards": N}``, 1..MAX_SHARDS."""
+    unknown = sorted(set(body) - {"shards"})
+    if unknown:
+        raise ValidationError(f"unknown field {unknown[0]}: a re-shard takes only shards")
+    if "shards" not in body:
+        raise ValidationError(f"shards is required: an integer from 1 to {MAX_SHARDS}")
+    return _integer(body["shards"], "shards", 1, MAX_SHARDS)

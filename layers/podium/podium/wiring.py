@@ -8,12 +8,14 @@ environment)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from podium.boards import BoardService, Clock, system_clock
 from podium.config import settings
-from podium.dal import Database  # boto3 with it: in Lambda's init phase, not the first request
+from podium.dal import Database
+from podium.layouts import Timing  # boto3 with it: in Lambda's init phase, not the first request
 
 if TYPE_CHECKING:
     from podium.consistency import Checker
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from podium.members import MemberService
     from podium.ports import Publisher, Repositories
     from podium.reads import ReadService
+    from podium.resharding import ReshardService
     from podium.social import SocialService
     from podium.stream.aggregate import Aggregator
     from podium.stream.fold import Folder
@@ -36,7 +39,8 @@ class Services:
 
     @cached_property
     def boards(self) -> BoardService:
-        return BoardService(self.db.boards, self.clock)
+        timing = Timing(timedelta(seconds=settings().layout_cache_seconds))
+        return BoardService(self.db.boards, self.clock, timing)
 
     @cached_property
     def members(self) -> MemberService:
@@ -49,6 +53,12 @@ class Services:
         from podium.reads import ReadService
 
         return ReadService(self.boards, self.db.boards, self.db.members, self.db.index, self.db.tree)
+
+    @cached_property
+    def resharding(self) -> ReshardService:
+        from podium.resharding import ReshardService
+
+        return ReshardService(self.boards, self.db.reshards, self.db.index)
 
     @cached_property
     def social(self) -> SocialService:

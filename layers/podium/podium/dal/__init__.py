@@ -15,6 +15,7 @@ from podium.dal.client import Tables
 from podium.dal.eventlog import EventLog
 from podium.dal.index import RankIndex
 from podium.dal.members import Members
+from podium.dal.reshards import Reshards
 from podium.dal.snapshots import Snapshots
 from podium.dal.social import Social
 from podium.dal.structures import RankStructures
@@ -38,6 +39,7 @@ class Database:
     snapshots: Snapshots
     audit: Audit
     tree: CountTree
+    reshards: Reshards
 
     @classmethod
     def connect(cls, settings: Settings, client: DynamoDBClient | None = None) -> Database:
@@ -53,4 +55,5 @@ class Database:
             snapshots=Snapshots(tables),
             audit=Audit(tables),
             tree=CountTree(tables),
+            reshards=Reshards(tables),
         )

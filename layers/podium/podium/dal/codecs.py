@@ -21,6 +21,7 @@ from podium.models import (
     LoggedEvent,
     Notification,
     RankedEntry,
+    Reshard,
     Rivals,
     ScoreState,
     Snapshot,
@@ -102,6 +103,21 @@ def board_from_item(board_id: str, item: Item) -> Board:
         policy=policy_from_values(values),
         largest_data=int(values["largestData"]) if "largestData" in values else None,
         count_tree=bool(values.get("countTree", False)),
+        reshard=reshard_from_values(values),
+    )
+
+
+def reshard_from_values(values: dict[str, Any]) -> Reshard | None:
+    """The board's move to another shard count (``reshard*`` attributes), on or ended."""
+    if "reshardFrom" not in values:
+        return None
+    ended = values.get("reshardEndedAt")
+    return Reshard(
+        from_shards=int(values["reshardFrom"]),
+        to_shards=int(values["reshardTo"]),
+        started_at=parse_timestamp(values["reshardStartedAt"]),
+        copied=int(values.get("reshardCopied", 0)),
+        ended_at=parse_timestamp(ended) if ended else None,
     )
 
 

@@ -25,6 +25,7 @@ FANOUT = "J#"  # a job over a member's followers, a chunk at a time: J#{boardId}
 SNAPSHOTS = "S#"
 TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.counttree)
 CATALOG = "CATALOG"
+RESHARDS = "RESHARDS"  # one item per board whose re-shard is on: RESHARDS / boardId
 
 # Sort keys and their prefixes.
 BOARD_ITEM = "BOARD"
@@ -74,6 +75,10 @@ def board_key(board_id: str) -> Key:
 
 def catalog_key(board_id: str) -> Key:
     return key(CATALOG, board_id)
+
+
+def reshard_key(board_id: str) -> Key:
+    return key(RESHARDS, board_id)
 
 
 def period_count_key(board_id: str, period: str) -> Key:

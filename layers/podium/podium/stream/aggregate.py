@@ -23,6 +23,7 @@ from datetime import datetime
 from podium.models import BoardSettings
 from podium.ports import Repositories
 from podium.stream.counts import apply_count, apply_counts
+from podium.stream.placements import fix_placements
 from podium.stream.records import Record, score_record
 from podium.stream.rollups import roll_up
 from podium.stream.upkeep import RankUpkeep
@@ -66,6 +67,7 @@ class Aggregator:
         """Per batch from the stream: the heads, the counts (one transaction per count and
         99 records) and the count trees (the leaves per record, the reports per batch);
         the eventIDs of the records any of them failed on."""
+        fix_placements(records, self.db.reshards, self.settings_of)  # a re-shard's late writes
         changes = [change for change in map(score_record, records) if change is not None]
         failed = self.upkeep.keep_heads(changes)
         failed |= apply_counts(self.db.boards, self.settings_of, records)
