@@ -54,6 +54,13 @@ def board_json(board: Board) -> dict[str, Any]:
         body["rollupTo"] = list(board.rollup_to)
     if board.announce_top is not None:
         body["announceTop"] = board.announce_top
+    if board.reshard is not None:
+        started = board.reshard.started_at.isoformat().replace("+00:00", "Z")
+        body["reshard"] = {
+            "toShards": board.reshard.to_shards,
+            "startedAt": started,
+            "copied": board.reshard.copied,
+        }
     return body
 
 
