@@ -6,7 +6,6 @@ fix-up, which a newer write wins against."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -40,9 +39,9 @@ def services(store: Database, clock: TickingClock, timing: Timing = TIMING) -> S
 
 
 @pytest.fixture
-def small_pages(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of 16 keys, so that a board of a few hundred members takes many."""
     monkeypatch.setattr(resharding, "PAGE", 16)
-    return
 
 
 def board_of(service: Services, shards: int, members: int, seed: int) -> tuple[str, dict[str, Decimal]]:
