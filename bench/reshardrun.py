@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         moved = 0
         with usage.measuring() as used:
             while True:
-                report = worker.run(timedelta(minutes=10))
+                report = worker.run_reshards(timedelta(minutes=10))
                 moved += report.moved
                 if report.ended:
                     break

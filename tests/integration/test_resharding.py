@@ -93,8 +93,10 @@ def test_a_killed_backfill_is_resumed_by_another_worker_and_every_item_ends_on_i
         return 0.0
 
     with pytest.raises(Crash):
-        ReshardService(service.boards, store.reshards, store.index, monotonic=dying).run(timedelta(minutes=1))
-    midway = store.reshards.progress(board)
+        ReshardService(service.boards, store.reshards, store.index, monotonic=dying).run_reshards(
+            timedelta(minutes=1)
+        )
+    midway = store.reshards.reshard_progress(board)
     assert midway is not None
     assert midway[1] is not None  # a checkpoint was recorded
     # Then reads are still the listing mid-move, the board shows it is moving
@@ -102,9 +104,9 @@ def test_a_killed_backfill_is_resumed_by_another_worker_and_every_item_ends_on_i
     assert service.boards.get_board(board).to_json()["reshard"]["toShards"] == 7
     # And another worker cannot take over while the lease holds, but can once it is out
     other = ReshardService(service.boards, store.reshards, store.index)
-    assert other.run(timedelta(minutes=1)).moved == 0
+    assert other.run_reshards(timedelta(minutes=1)).moved == 0
     clock.moment += timedelta(minutes=2)
-    report = other.run(timedelta(minutes=1))
+    report = other.run_reshards(timedelta(minutes=1))
     assert report.ended == 1
 
     # Then every item sits on its shard under 7, the board has 7 shards, and reads agree
@@ -114,7 +116,7 @@ def test_a_killed_backfill_is_resumed_by_another_worker_and_every_item_ends_on_i
     want = {m: keys.rank_partition_key(board, ALL_TIME, keys.shard_of(m, 7)) for m in scores}
     assert placements(store, board, sorted(scores)) == want
     # (the members moved by the killed run's last page are not counted: copied may fall short)
-    copied = store.reshards.progress(board)[0].reshard.copied  # type: ignore[index,union-attr]
+    copied = store.reshards.reshard_progress(board)[0].reshard.copied  # type: ignore[index,union-attr]
     assert 0 < copied <= len(must_move)
     assert listing(service, board) == sorted_model(scores)
 
@@ -127,14 +129,14 @@ def test_an_uninterrupted_backfill_counts_every_member_it_moves_once_and_a_shrin
     board, scores = board_of(service, 6, 120, seed=2)
     service.resharding.start(board, 2)
     clock.moment += TIMING.begin
-    report = service.resharding.run(timedelta(minutes=1))
+    report = service.resharding.run_reshards(timedelta(minutes=1))
     must_move = {m for m in scores if keys.shard_of(m, 6) != keys.shard_of(m, 2)}
     assert report.moved == len(must_move)
-    assert store.reshards.progress(board)[0].reshard.copied == len(must_move)  # type: ignore[index,union-attr]
+    assert store.reshards.reshard_progress(board)[0].reshard.copied == len(must_move)  # type: ignore[index,union-attr]
     want = {m: keys.rank_partition_key(board, ALL_TIME, keys.shard_of(m, 2)) for m in scores}
     assert placements(store, board, sorted(scores)) == want
     # A second run finds nothing to do
-    assert service.resharding.run(timedelta(minutes=1)).boards == 0
+    assert service.resharding.run_reshards(timedelta(minutes=1)).boards == 0
     # And once the linger is over, reads cover the 2 partitions only, and still see everyone
     clock.moment += TIMING.linger
     assert service.boards.settings(board).read_shards == 2

@@ -95,18 +95,18 @@ class ReshardService:
         if not layouts.is_settled(reshard, now, self.timing):
             raise Conflict(f"board {board_id} was re-sharded moments ago: try again in a few seconds")
         settled = now - self.timing.linger
-        if not self.store.start(board_id, board.settings.shards, shards, now, settled):
+        if not self.store.start_reshard(board_id, board.settings.shards, shards, now, settled):
             raise Conflict(f"board {board_id} changed meanwhile (another re-shard?): read it and try again")
         started = replace(board, reshard=Reshard(board.settings.shards, shards, now))
         return self.boards.as_shown(started)
 
-    def run(self, budget: timedelta, owner: str | None = None) -> RunReport:
+    def run_reshards(self, budget: timedelta, owner: str | None = None) -> RunReport:
         """Carry every move on within ``budget``: one board after another, each from its
         checkpoint, as far as the time allows."""
         owner = owner or uuid.uuid4().hex
         deadline = self.monotonic() + budget.total_seconds()
         report = RunReport()
-        for board_id in self.store.moving():
+        for board_id in self.store.moving_boards():
             if self.monotonic() >= deadline:
                 break
             moved, ended = self.continue_move(board_id, owner, deadline, budget)
@@ -118,9 +118,9 @@ class ReshardService:
     ) -> tuple[int, bool]:
         """One board's move, from its checkpoint until it ends or the time is up: the items
         moved, and whether it ended."""
-        found = self.store.progress(board_id)
+        found = self.store.reshard_progress(board_id)
         if found is None or found[0].reshard is None or found[0].reshard.ended_at is not None:
-            self.store.forget(board_id)  # gone, or ended with its marker left behind
+            self.store.forget_reshard(board_id)  # gone, or ended with its marker left behind
             return 0, False
         board, checkpoint = found
         reshard = found[0].reshard
@@ -128,14 +128,14 @@ class ReshardService:
         if not layouts.may_begin(reshard, now, self.timing):
             return 0, False  # some writer may still place at the old count: next run
         until = now + budget + LEASE_MARGIN
-        if not self.store.claim(board_id, owner, _ms(now), _ms(until)):
+        if not self.store.claim_reshard(board_id, owner, _ms(now), _ms(until)):
             return 0, False  # another worker has it
         moved = 0
         for stop in walk(board.settings, reshard, checkpoint):
             done, moved = self._walk_partition(board_id, reshard, stop, owner, deadline, moved)
             if not done:
                 return moved, False
-        ended = self.store.end(board_id, owner, reshard.to_shards, self.boards.clock())
+        ended = self.store.end_reshard(board_id, owner, reshard.to_shards, self.boards.clock())
         return moved, ended
 
     def _walk_partition(
@@ -153,7 +153,9 @@ class ReshardService:
             moved += count
             after = page[-1] if page else after
             # A checkpoint at a partition's last key: a resumed run finds it done with one query.
-            if not self.store.advance(board_id, owner, count, Checkpoint(stop.period, stop.shard, after)):
+            if not self.store.advance_reshard(
+                board_id, owner, count, Checkpoint(stop.period, stop.shard, after)
+            ):
                 return False, moved  # the lease was lost: its new holder goes on
             if len(page) < PAGE:
                 return True, moved
@@ -170,7 +172,9 @@ class ReshardService:
             if target is None:
                 return False
             to_partition = keys.rank_partition_key(board_id, stop.period, target)
-            return self.store.move(board_id, member_id, stop.period, partition, to_partition, sort_key)
+            return self.store.move_index_entry(
+                board_id, member_id, stop.period, partition, to_partition, sort_key
+            )
 
         return sum(fanout.gather(move, page))
 

@@ -20,7 +20,7 @@ class Reshards:
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
 
-    def start(
+    def start_reshard(
         self, board_id: str, from_shards: int, to_shards: int, started_at: datetime, settled: datetime
     ) -> bool:
         """Begin the move, and list the board among those moving; False (writing nothing)
@@ -50,7 +50,7 @@ class Reshards:
             raise RuntimeError(f"the re-shard was not started: {codes}")
         return codes is None
 
-    def moving(self) -> list[str]:
+    def moving_boards(self) -> list[str]:
         """The boards whose move is on (or just ended, its marker not removed yet)."""
         request: dict[str, Any] = {
             "TableName": self.tables.table,
@@ -61,7 +61,7 @@ class Reshards:
             item["sk"]["S"] for page in self.tables.query_pages(request) for item in page.get("Items", [])
         ]
 
-    def progress(self, board_id: str) -> tuple[Board, Checkpoint | None] | None:
+    def reshard_progress(self, board_id: str) -> tuple[Board, Checkpoint | None] | None:
         """The board (consistent) and its backfill's checkpoint; None when it is gone."""
         item = self.tables.get(schema.board_key(board_id), consistent=True)
         if item is None:
@@ -74,7 +74,7 @@ class Reshards:
             checkpoint = Checkpoint(fields["period"], int(fields["shard"]), fields.get("after"))
         return codecs.board_from_item(board_id, item), checkpoint
 
-    def claim(self, board_id: str, owner: str, now_ms: int, until_ms: int) -> bool:
+    def claim_reshard(self, board_id: str, owner: str, now_ms: int, until_ms: int) -> bool:
         """Take (or keep) the move's lease until ``until_ms``; False when another worker
         holds it, or the move is not on."""
         return self.tables.update(
@@ -91,7 +91,7 @@ class Reshards:
             },
         )
 
-    def advance(self, board_id: str, owner: str, moved: int, checkpoint: Checkpoint) -> bool:
+    def advance_reshard(self, board_id: str, owner: str, moved: int, checkpoint: Checkpoint) -> bool:
         """Record ``moved`` more items and the new checkpoint; False when the lease is lost."""
         saved = {"period": checkpoint.period, "shard": checkpoint.shard, "after": checkpoint.after}
         return self.tables.update(
@@ -105,7 +105,7 @@ class Reshards:
             },
         )
 
-    def end(self, board_id: str, owner: str, to_shards: int, ended_at: datetime) -> bool:
+    def end_reshard(self, board_id: str, owner: str, to_shards: int, ended_at: datetime) -> bool:
         """The move is over: ``shards`` is the new count, in one conditional update with the
         end's time (readers keep both layouts' partitions a little longer), and the board
         leaves the moving list. False when the lease is lost."""
@@ -127,11 +127,11 @@ class Reshards:
             raise RuntimeError(f"the re-shard was not ended: {codes}")
         return codes is None
 
-    def forget(self, board_id: str) -> None:
+    def forget_reshard(self, board_id: str) -> None:
         """Remove the marker of a board that is gone or no longer moving."""
         self.tables.delete(schema.reshard_key(board_id))
 
-    def move(
+    def move_index_entry(
         self,
         board_id: str,
         member_id: str,

@@ -45,6 +45,6 @@ def fix_placements(records: Sequence[Record], reshards: ReshardStore, settings_o
     moved = 0
     for record in records:
         found = misplaced(record, settings_of)
-        if found is not None and reshards.move(*found):
+        if found is not None and reshards.move_index_entry(*found):
             moved += 1
     return moved
