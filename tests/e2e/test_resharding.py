@@ -16,6 +16,7 @@ from typing import Any
 
 import boto3
 import pytest
+import requests
 
 from bench.load import batch_write, profile_item
 from devstack import template as template_module
@@ -288,3 +289,70 @@ def _pages(podium: PodiumClient, board: str, size: int) -> Iterator[Any]:
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
+
+
+def test_a_board_shrinks_from_5_to_2_shards_under_writers_and_readers(podium: PodiumClient) -> None:
+    # Given a 400-member board on 5 shards, put through the API
+    board = unique_id("shrink")
+    podium.create_board(board, operator="set", shards=5)
+    draw = random.Random(5)
+    initial = {f"s{n:03d}": Decimal(draw.randrange(0, 10**5)).scaleb(-1) for n in range(400)}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda m: podium.put_member(board, m, score=initial[m]), initial))
+    model = BoardModel(initial)
+    touched = draw.sample(sorted(initial), 80) + [f"fresh{n}" for n in range(16)]
+    first = podium.top(board, limit=50, consistent=True)
+    last = first.entries[-1]
+    assert first.next_cursor is not None
+    traffic = Traffic(podium.base_url, board, model, [touched[n::WRITERS] for n in range(WRITERS)], [])
+    traffic.cursors.append((first.next_cursor, key_of(last.member_id, last.score)))
+    pool = traffic.run()
+    try:
+        time.sleep(3)
+        # When it is re-sharded to 2 while they run
+        traffic.phase = "during"
+        assert podium.reshard(board, 2).reshard is not None
+        wait_for_the_move(podium, board, 2)
+        traffic.phase = "after"
+        time.sleep(12)
+    finally:
+        traffic.stop.set()
+        pool.shutdown(wait=True)
+    assert not traffic.errors, traffic.errors[:3]
+
+    # Then every read was one the model allows, and the board is the model on 2 shards
+    untouched = untouched_keys(model, model.writes)
+    for observation in traffic.observations:
+        check(model, observation, untouched)
+    assert whole_listing(podium, board) == expected_listing(model.final())
+    assert podium.get_board(board).shards == 2
+
+
+def test_what_a_reshard_refuses(podium: PodiumClient, stack_url: str) -> None:
+    board = unique_id("refused")
+    podium.create_board(board, shards=4)
+    url = f"{stack_url}/boards/{board}/reshard"
+    for body, field in (({}, "shards"), ({"shards": 0}, "1 to 100"), ({"shards": 101}, "1 to 100")):
+        response = requests.post(url, json=body, timeout=TIMEOUT)
+        assert response.status_code == 400, response.text
+        assert field in response.json()["message"]
+    assert requests.post(url, json={"shards": 4}, timeout=TIMEOUT).status_code == 409  # its count
+    missing = f"{stack_url}/boards/{unique_id('none')}/reshard"
+    assert requests.post(missing, json={"shards": 4}, timeout=TIMEOUT).status_code == 404
+    assert podium.get_board(board).reshard is None
+
+
+def test_only_an_admin_may_reshard(auth_stack: LocalStack) -> None:
+    def token(role: str) -> str:
+        body = {"role": role, "memberId": "p1"} if role == "player" else {"role": role}
+        answer = requests.post(f"{auth_stack.url}/_local/token", json=body, timeout=TIMEOUT)
+        return str(answer.json()["token"])
+
+    board = unique_id("guarded")
+    admin = {"Authorization": f"Bearer {token('admin')}"}
+    assert requests.put(f"{auth_stack.url}/boards/{board}", json={}, headers=admin, timeout=TIMEOUT).ok
+    url = f"{auth_stack.url}/boards/{board}/reshard"
+    assert requests.post(url, json={"shards": 3}, timeout=TIMEOUT).status_code == 401
+    player = {"Authorization": f"Bearer {token('player')}"}
+    assert requests.post(url, json={"shards": 3}, headers=player, timeout=TIMEOUT).status_code == 403
+    assert requests.post(url, json={"shards": 3}, headers=admin, timeout=TIMEOUT).status_code == 202
