@@ -1,17 +1,19 @@
-"""``make bench-reshard N=20000``: what a re-shard's backfill costs and how fast it goes.
+"""``make bench-reshard N=20000``: what a re-shard's copy and clean-up cost and how fast they go.
 
     python -m bench.reshardrun [--members 20000] [--from-shards 3] [--to-shards 17]
 
 It starts a DynamoDB Local of its own (in memory) with the template's tables, loads a board
 of ``--members`` members on ``--from-shards`` shards in bulk (the items the service writes,
-``bench.load``), starts a move to ``--to-shards`` (``podium.resharding``, past its switch
-on a clock of its own), and runs the worker in this process until the move ends, measuring
-every DynamoDB request it makes (``podium.dal.usage``: DynamoDB Local's consumed capacity,
-the index's writes included). It prints the members moved, the seconds it took, members a
-second, WCU and RCU per member moved, and the time a million members would take at that
-rate; then checks that every score item sits on its shard under the new count. The stream
-consumers do not run here: what each move costs them is in docs/streams.md's figures for a
-record that changes no score.
+``bench.load``), starts a move to ``--to-shards`` (``podium.resharding``), and runs the
+worker in this process through the copy (every item keyed in the second index, the check,
+the switch) and then the clean-up (the first index's key removed from every item), on a
+clock of its own moved past each phase's wait, measuring every DynamoDB request of each
+(``podium.dal.usage``: DynamoDB Local's consumed capacity, the indexes' writes included). It
+prints, for each and for both, the seconds, members a second, WCU and RCU per member moved,
+and the time a million members would take at that rate; then checks that every score item
+is keyed in the second index on its shard under the new count, and in the first no more.
+The stream consumers do not run here: what each update costs them is in docs/streams.md's
+figures for a record that changes no score.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ import random
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import boto3
 
@@ -40,7 +45,7 @@ from podium.dal.codecs import score_attributes
 from podium.layouts import Timing
 from podium.models import BoardSettings, ScoreState
 from podium.periods import ALL_TIME
-from podium.resharding import ReshardService
+from podium.resharding import ReshardService, RunReport
 from podium.validation import board_request
 
 BOARD = "resharded"
@@ -48,7 +53,7 @@ START = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
 class MovableClock:
-    """The bench's clock: the move is started at START and run after its switch."""
+    """The bench's clock: the move is started at START, and moved past each phase's wait."""
 
     def __init__(self) -> None:
         self.moment = START
@@ -70,6 +75,47 @@ def load(store: Database, client: object, members: int, shards: int, seed: int) 
     for start in range(0, len(items), 25):
         batch_write(client, store.tables.table, items[start : start + 25])
     return scores
+
+
+@dataclass(frozen=True)
+class Measured:
+    seconds: float
+    write_units: float
+    read_units: float
+
+    def __add__(self, other: Measured) -> Measured:
+        return Measured(
+            self.seconds + other.seconds,
+            self.write_units + other.write_units,
+            self.read_units + other.read_units,
+        )
+
+
+def run_phase(worker: ReshardService, done: Callable[[RunReport], bool]) -> Measured:
+    """Run the worker until ``done``: what it took."""
+    began = time.monotonic()
+    with usage.measuring() as used:
+        while not done(worker.run_reshards(timedelta(minutes=10))):
+            pass
+    return Measured(time.monotonic() - began, used.write_units, used.read_units)
+
+
+def show(name: str, members: int, measured: Measured) -> None:
+    rate = members / measured.seconds if measured.seconds else 0.0
+    print(
+        f"{name}: {members:,} members in {measured.seconds:,.1f} s ({rate:,.0f} members/s, one worker);"
+        f" per member {measured.write_units / members:.2f} WCU, {measured.read_units / members:.3f} RCU;"
+        f" a million members: {1_000_000 / rate / 60:,.1f} min"
+    )
+
+
+def score_items(store: Database, scores: dict[str, Decimal]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for member in scores:
+        yield member, store.tables.get(schema.score_key(BOARD, member, ALL_TIME)) or {}
+
+
+def index_keys(item: dict[str, Any]) -> tuple[str | None, str | None]:
+    return item.get("rpk", {}).get("S"), item.get("rpkB", {}).get("S")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,33 +141,22 @@ def main(argv: list[str] | None = None) -> int:
         scores = load(store, client, args.members, args.from_shards, args.seed)
         worker = ReshardService(boards, store.reshards, store.index)
         worker.start(BOARD, args.to_shards)
-        clock.moment += boards.timing.begin
         say(f"moving to {args.to_shards} shards")
-        began = time.monotonic()
-        moved = 0
-        with usage.measuring() as used:
-            while True:
-                report = worker.run_reshards(timedelta(minutes=10))
-                moved += report.moved
-                if report.ended:
-                    break
-        seconds = time.monotonic() - began
+        clock.moment += boards.timing.wait
+        copy = run_phase(worker, lambda report: store.boards.get_board(BOARD).settings.index == "B")  # type: ignore[union-attr]
+        clock.moment += boards.timing.wait + boards.timing.margin
+        clean = run_phase(worker, lambda report: report.ended > 0)
+        want = {m: keys.member_partition(BOARD, ALL_TIME, m, "B", args.to_shards) for m in scores}
         wrong = [
-            member
-            for member in scores
-            if (store.tables.get(schema.score_key(BOARD, member, ALL_TIME)) or {}).get("rpk", {}).get("S")
-            != keys.rank_partition_key(BOARD, ALL_TIME, keys.shard_of(member, args.to_shards))
+            member for member, item in score_items(store, scores) if index_keys(item) != (None, want[member])
         ]
     finally:
         server.stop()
-    rate = moved / seconds if seconds else 0.0
     print(f"machine: {machine(os.getloadavg())}")
     print(f"board: {args.members:,} members, {args.from_shards} -> {args.to_shards} shards")
-    print(f"moved: {moved:,} members in {seconds:,.1f} s ({rate:,.0f} members/s, one worker)")
-    if moved:
-        print(f"per member moved: {used.write_units / moved:.2f} WCU, {used.read_units / moved:.3f} RCU")
-        print(f"a million members at this rate: {1_000_000 / rate / 60:,.1f} min")
-    print(f"members not on their new shard: {len(wrong)}")
+    for name, measured in (("copy (to the switch)", copy), ("clean-up", clean), ("both", copy + clean)):
+        show(name, args.members, measured)
+    print(f"members not keyed in the new index only, on their new shard: {len(wrong)}")
     return 1 if wrong else 0
 
 

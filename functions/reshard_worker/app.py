@@ -15,8 +15,8 @@ from podium.wiring import services
 def run_reshards(event: dict[str, Any], context: Any) -> dict[str, int]:
     budget = timedelta(seconds=settings().reshard_budget_seconds)
     report = services().resharding.run_reshards(budget)
-    metrics.add_metric(name="ReshardItemsMoved", unit=MetricUnit.Count, value=report.moved)
-    return {"boards": report.boards, "moved": report.moved, "ended": report.ended}
+    metrics.add_metric(name="ReshardItemsCopied", unit=MetricUnit.Count, value=report.copied)
+    return {"boards": report.boards, "copied": report.copied, "ended": report.ended}
 
 
 lambda_handler = logger.inject_lambda_context(

@@ -1,97 +1,149 @@
-"""The pure decisions of a re-shard (podium.layouts, podium.resharding): which shard count
-writes place at and which partitions reads cover over a move's life, which members move,
-and the backfill's walk, each against a plain model."""
+"""The pure decisions of a re-shard (podium.layouts, podium.resharding): which index reads
+use and which keys writes set over a move's life, against a model of instances that keep a
+layout a while and requests that run a while; the phases' timing; members' keys; and the
+walk."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
 from podium import keys, layouts
 from podium.errors import ValidationError
-from podium.layouts import Timing
-from podium.models import BoardSettings, Checkpoint, Reshard
-from podium.resharding import periods_to_move, walk
+from podium.layouts import Phase, Timing
+from podium.models import Board, BoardSettings, Checkpoint, Reshard, ScoreState
+from podium.resharding import periods_to_walk, walk
 from podium.validation import reshard_shards
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
-TIMING = Timing(timedelta(seconds=5))
+TIMING = Timing(timedelta(seconds=5), timedelta(seconds=3))
 SECOND = timedelta(seconds=1)
+SWITCHED = T0 + timedelta(seconds=40)  # when the worker switched the board
+ENDED = SWITCHED + TIMING.wait + TIMING.margin + timedelta(seconds=10)  # and ended the move
 
 
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize(("from_shards", "to_shards"), [(3, 17), (17, 3), (5, 2), (1, 100)])
-def test_over_a_moves_life_reads_cover_every_partition_an_item_can_be_on(
+def board_at(moment: datetime, from_shards: int, to_shards: int) -> tuple[BoardSettings, Reshard | None]:
+    """The board item as stored at ``moment``: a move from index A started at T0, switched
+    at SWITCHED, ended at ENDED."""
+    if moment < T0:
+        return BoardSettings(shards=from_shards), None
+    if moment < SWITCHED:
+        return BoardSettings(shards=from_shards), Reshard(from_shards, to_shards, T0)
+    settings = BoardSettings(shards=to_shards, index="B")
+    ended = ENDED if moment >= ENDED else None
+    return settings, Reshard(from_shards, to_shards, T0, ended_at=ended, switched_at=SWITCHED)
+
+
+def seconds_between(first: datetime, last: datetime) -> list[datetime]:
+    count = int((last - first).total_seconds())
+    return [first + n * SECOND for n in range(count + 1)]
+
+
+def keyed(settings: BoardSettings) -> set[str]:
+    """The indexes a write made with these settings keys the member in."""
+    return {settings.index} | ({settings.also[0]} if settings.also else set())
+
+
+@pytest.mark.parametrize(("from_shards", "to_shards"), [(3, 17), (17, 3), (5, 2)])
+def test_at_every_moment_every_write_keys_the_member_in_every_index_a_reader_may_read(
     from_shards: int, to_shards: int
 ) -> None:
-    # Given a board moving from one count to another, started at T0
-    settings = BoardSettings(shards=from_shards)
-    on = Reshard(from_shards, to_shards, T0)
-    ended = Reshard(from_shards, to_shards, T0, ended_at=at(60))
-    members = [f"member-{n}" for n in range(300)]
-
-    def readable(s: BoardSettings) -> set[str]:
-        return set(keys.partitions("b", s, "all"))
-
-    def placed(member: str, count: int) -> str:
-        return keys.rank_partition_key("b", "all", keys.shard_of(member, count))
-
-    # When the layout is asked at each moment, Then:
-    # before the switch writes still go to the old count, and reads cover both layouts
-    before = layouts.effective(settings, on, at(0), TIMING)
-    assert before.shards == from_shards
-    assert before.read_shards == max(from_shards, to_shards)
-    # after the switch (every instance has seen the move) writes go to the new count
-    switched = layouts.effective(settings, on, T0 + TIMING.switch, TIMING)
-    assert switched.shards == to_shards
-    # every member's place under either layout is read while the move is on and just after
-    after_end = BoardSettings(shards=to_shards)
-    for s in (before, switched, layouts.effective(after_end, ended, at(60) + TIMING.linger - SECOND, TIMING)):
-        assert {placed(m, n) for m in members for n in (from_shards, to_shards)} <= readable(s)
-    # and once the end is past the linger, only the new layout is read
-    settled = layouts.effective(after_end, ended, at(60) + TIMING.linger, TIMING)
-    assert settled == after_end
-    assert readable(settled) == {keys.rank_partition_key("b", "all", n) for n in range(to_shards)}
+    # Given a move's life as the board item shows it, and instances that keep what they
+    # read of it for up to ``cache``, and requests that run for up to ``margin``
+    for now in seconds_between(T0 - 10 * SECOND, ENDED + TIMING.wait):
+        # When a reader reads now by what it read of the board up to ``wait`` ago
+        readers = {
+            board_at(read, from_shards, to_shards)[0].index
+            for read in seconds_between(now - TIMING.wait, now)
+        }
+        # and a writer writes now by the layout it worked out up to ``margin`` ago from
+        # what it read up to ``cache`` before that
+        for began in seconds_between(now - TIMING.margin, now):
+            for read in seconds_between(began - TIMING.cache, began):
+                layout = layouts.effective(*board_at(read, from_shards, to_shards), began, TIMING)
+                # Then the write keys the member in every index any reader may be reading
+                assert readers <= keyed(layout), (now, began, read)
+                # and each of its keys is laid out on that index's count
+                counts = {layout.index: layout.shards, **dict([layout.also] if layout.also else [])}
+                assert counts == {i: from_shards if i == "A" else to_shards for i in counts}
+                # and from the copy's start to the switch, every write has the new key
+                if T0 + TIMING.wait <= now < SWITCHED:
+                    assert "B" in keyed(layout)
+                # and once the clean-up may run, no write has the old key
+                if now >= SWITCHED + TIMING.wait + TIMING.margin:
+                    assert keyed(layout) == {"B"}
 
 
-def test_the_backfill_begins_after_the_switch_and_a_new_move_waits_for_the_linger() -> None:
+def test_a_reader_reads_one_index_with_one_layout_and_the_api_shows_the_move_until_the_switch() -> None:
+    before, on = board_at(at(1), 3, 17)
+    assert keys.partitions("b", before, "all") == [keys.rank_partition_key("b", "all", n) for n in range(3)]
+    assert Board("b", before, None, T0, reshard=on).to_json()["reshard"]["toShards"] == 17
+    after, switched = board_at(SWITCHED, 3, 17)
+    assert keys.partitions("b", after, "all") == [f"b#all#B{n}" for n in range(17)]
+    shown = Board("b", after, None, T0, reshard=switched).to_json()
+    assert (shown["shards"], "reshard" in shown) == (17, False)
+    assert {keys.index_of_partition(p) for p in keys.partitions("b", after, "all")} == {"B"}
+
+
+def test_the_worker_copies_once_the_start_is_seen_cleans_once_the_switch_is_and_a_new_move_waits() -> None:
     on = Reshard(3, 17, T0)
-    assert TIMING.cache < TIMING.switch < TIMING.begin
-    assert not layouts.may_begin(on, T0 + TIMING.switch, TIMING)
-    assert layouts.may_begin(on, T0 + TIMING.begin, TIMING)
-    ended = Reshard(3, 17, T0, ended_at=at(100))
+    assert layouts.phase(on, T0 + TIMING.wait - SECOND, TIMING) is Phase.STARTED
+    assert not layouts.may_copy(on, T0 + TIMING.wait - SECOND, TIMING)
+    assert layouts.may_copy(on, T0 + TIMING.wait, TIMING)
+    assert not layouts.may_clean(on, at(1000), TIMING)
+    switched = replace(on, switched_at=SWITCHED)
+    assert not layouts.may_copy(switched, at(1000), TIMING)
+    assert layouts.phase(switched, SWITCHED + TIMING.wait, TIMING) is Phase.CLEANING
+    assert not layouts.may_clean(switched, SWITCHED + TIMING.wait + TIMING.margin - SECOND, TIMING)
+    assert layouts.may_clean(switched, SWITCHED + TIMING.wait + TIMING.margin, TIMING)
+    ended = replace(switched, ended_at=ENDED)
     assert not layouts.is_settled(on, at(1000), TIMING)
-    assert not layouts.is_settled(ended, at(100) + TIMING.linger - SECOND, TIMING)
-    assert layouts.is_settled(ended, at(100) + TIMING.linger, TIMING)
+    assert not layouts.is_settled(switched, at(1000), TIMING)
+    assert not layouts.is_settled(ended, ENDED + TIMING.wait - SECOND, TIMING)
+    assert layouts.is_settled(ended, ENDED + TIMING.wait, TIMING)
     assert layouts.is_settled(None, T0, TIMING)
 
 
-def test_a_member_moves_exactly_when_its_shard_under_the_new_count_is_another() -> None:
+def test_a_members_key_in_either_index_depends_on_its_id_and_the_count_only() -> None:
     for n in range(500):
         member = f"player-{n}"
-        old, new = keys.shard_of(member, 3), keys.shard_of(member, 17)
-        assert layouts.destination(member, old, 17) == (None if old == new else new)
+        a = keys.member_partition("b", "all", member, "A", 3)
+        b = keys.member_partition("b", "all", member, "B", 17)
+        assert a == f"b#all#{keys.shard_of(member, 3)}"
+        assert b == f"b#all#B{keys.shard_of(member, 17)}"
+        assert (keys.index_of_partition(a), keys.index_of_partition(b)) == ("A", "B")
+        # a placement keys it in the index read, and while a move runs in the other
+        state = ScoreState(Decimal(n), 1, 1)
+        moving = BoardSettings(shards=3, also=("B", 17))
+        assert keys.placement("b", moving, member, state, "all").partition == a
+        assert keys.placement("b", moving, member, state, "all").also == b
+        assert keys.placement("b", BoardSettings(shards=3), member, state, "all").also is None
 
 
-def test_the_walk_covers_every_period_kept_and_every_old_shard_once_and_resumes_at_its_checkpoint() -> None:
-    # Given a weekly board keeping 2 past periods, moving from 3 shards
+def test_the_walk_covers_every_period_kept_or_begun_since_and_every_old_shard_once_and_resumes() -> None:
+    # Given a weekly board keeping 2 past periods, moving from 3 shards, a week after it began
     settings = BoardSettings(shards=3, reset="weekly", retain_periods=2)
     reshard = Reshard(3, 17, datetime(2026, 11, 25, tzinfo=UTC))
-    # Then the periods are the current one when it started and the 2 before
-    assert periods_to_move(settings, reshard.started_at) == ["2026-W48", "2026-W47", "2026-W46"]
-    stops = list(walk(settings, reshard, None))
-    expected = [(p, s) for p in ("2026-W48", "2026-W47", "2026-W46") for s in range(3)]
+    now = reshard.started_at + timedelta(days=7)
+    # Then the periods are the 2 kept before the start's, the start's, and the one begun since
+    weeks = ["2026-W46", "2026-W47", "2026-W48", "2026-W49"]
+    assert periods_to_walk(settings, reshard.started_at, now) == weeks
+    stops = list(walk(settings, reshard, None, now))
+    expected = [(p, s) for p in weeks for s in range(3)]
     assert [(c.period, c.shard) for c in stops] == expected
     assert all(c.after is None for c in stops)
     # And a checkpoint resumes where it was: the same partition after its key, then the rest
-    resumed = list(walk(settings, reshard, Checkpoint("2026-W47", 1, "k")))
+    resumed = list(walk(settings, reshard, Checkpoint("2026-W47", 1, "k"), now))
     assert resumed[0] == Checkpoint("2026-W47", 1, "k")
     assert [(c.period, c.shard) for c in resumed] == expected[4:]
-    assert periods_to_move(BoardSettings(), reshard.started_at) == ["all"]
+    assert periods_to_walk(BoardSettings(), reshard.started_at, now) == ["all"]
 
 
 @pytest.mark.parametrize(

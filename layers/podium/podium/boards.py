@@ -108,12 +108,6 @@ class BoardService:
             cached = self._keep(board)
         return layouts.effective(cached.settings, cached.reshard, self.clock(), self.timing)
 
-    def effective(self, board: Board) -> Board:
-        """A board just read, with the settings a request made now places and reads by."""
-        return replace(
-            board, settings=layouts.effective(board.settings, board.reshard, self.clock(), self.timing)
-        )
-
     def _keep(self, board: Board) -> Layout:
         kept = self._layouts[board.board_id] = Layout(board.settings, board.reshard, time.monotonic())
         return kept

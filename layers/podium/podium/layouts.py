@@ -1,93 +1,97 @@
-"""A board's layout while a re-shard moves it: which shard count writes place members at,
-and which partitions a read must cover, at a given moment (docs/capacity.md, "Re-sharding").
+"""A board's layout while a re-shard moves it: which ranking index reads use, and which index
+keys writes set, at a given moment (docs/capacity.md, "Re-sharding").
 
-Every instance keeps a board's layout for at most ``Timing.cache`` (``BoardService``), so a
-change to it is seen everywhere within that time. A move from F to T shards goes:
+A board's score items are keyed in one of two indexes (``podium.keys.INDEXES``), on
+``shards`` shards. A re-shard builds the other index on the new count and switches reads to
+it, the reference architecture's partition-key migration: add a key, backfill it, switch
+reads, drop the old key. A member's key in the new index depends on its id and the new
+count only, so setting it never races a score write (which changes ``rsk``, followed by
+both indexes). At any moment a reader reads ONE complete index with ONE layout, in which no
+entry moves: every read is exact.
 
-1. ``startedAt``: the board says so. Readers that see it read the union ``range(max(F, T))``
-   at once; writers keep placing at F, as the instances that have not seen it yet do.
-2. ``startedAt + switch``: every instance has seen the move, so every reader reads the
-   union; writers place at T from now on.
-3. ``startedAt + begin``: the backfill starts moving items from F's partitions to T's. A
-   writer placing at F now (a request that began before the switch, a stale instance) is
-   put right by the aggregator, which sees every score item change.
-4. ``endedAt``: ``shards`` is T. Readers keep reading the union for ``linger`` more (an
-   instance may still hold the moving layout, and a shrink leaves items on partitions >= T
-   only until the stream's fix-ups are done), then ``range(T)``.
+Every instance keeps a board's layout for at most ``Timing.cache``, and a request runs at
+most ``Timing.margin`` after reading it, so each phase is entered only ``Timing.wait`` after
+the one before, when every write made by an older layout is in:
 
-The partition keys of both layouts are the same strings (shard 2 of 3 is shard 2 of 17), and
-a score item has one ``rpk`` at any time, so reading ``range(max(F, T))`` finds each member
-once however far the move has gone."""
+1. STARTED (``startedAt``): reads use the old index; writes set both keys.
+2. COPYING (``startedAt + wait``): the same, and the worker gives every item the new key.
+3. SWITCHED (``switchedAt``, once every item has it): reads use the new index; writes still
+   set both keys (an instance that has not seen the switch reads the old one, whole).
+4. CLEANING (``switchedAt + wait``): writes set the new key only; the worker removes the
+   old key from every item, and the move ends (``endedAt``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from enum import Enum
 
-from podium.keys import shard_of
+from podium.keys import other_index
 from podium.models import BoardSettings, Reshard
 
 DEFAULT_CACHE_SECONDS = 5
-MARGIN = timedelta(seconds=2)  # a request's time between reading its layout and writing
+DEFAULT_MARGIN_SECONDS = 30  # API Gateway gives up on a request at 29 s
+
+
+class Phase(Enum):
+    STARTED = "started"
+    COPYING = "copying"
+    SWITCHED = "switched"
+    CLEANING = "cleaning"
+    ENDED = "ended"
 
 
 @dataclass(frozen=True)
 class Timing:
-    """How long an instance keeps a layout, and the steps of a move that follow from it."""
+    """How long an instance keeps a layout, and how long a request may run on one."""
 
     cache: timedelta = timedelta(seconds=DEFAULT_CACHE_SECONDS)
+    margin: timedelta = timedelta(seconds=DEFAULT_MARGIN_SECONDS)
 
     @property
-    def switch(self) -> timedelta:
-        """After ``startedAt``: writers place at the new count."""
-        return self.cache + MARGIN
+    def wait(self) -> timedelta:
+        """Between two phases: every instance has seen the first, every request made by
+        an older layout has ended."""
+        return self.cache + self.margin
 
-    @property
-    def begin(self) -> timedelta:
-        """After ``startedAt``: the backfill may move items (writes placed at the old count
-        before the switch have reached the index by then)."""
-        return self.switch + MARGIN
 
-    @property
-    def linger(self) -> timedelta:
-        """After ``endedAt``: reads still cover both layouts' partitions."""
-        return self.cache + MARGIN
+def phase(reshard: Reshard, now: datetime, timing: Timing) -> Phase:
+    """The phase a move is in at ``now``, as every instance that has read it works out."""
+    if reshard.ended_at is not None:
+        return Phase.ENDED
+    if reshard.switched_at is not None:
+        return Phase.SWITCHED if now < reshard.switched_at + timing.wait else Phase.CLEANING
+    return Phase.STARTED if now < reshard.started_at + timing.wait else Phase.COPYING
 
 
 def effective(
     settings: BoardSettings, reshard: Reshard | None, now: datetime, timing: Timing
 ) -> BoardSettings:
-    """The settings a request made at ``now`` places and reads by: ``shards`` is where
-    writes go, ``moving`` (when set) the two layouts whose partitions reads cover."""
+    """The settings a request made at ``now`` reads and writes by: ``index`` and ``shards``
+    (as stored: the old index until the switch, the new one after) for reads, and ``also``
+    the other index's layout, whose key writes set too until the clean-up begins."""
     if reshard is None:
         return settings
-    moving = (reshard.from_shards, reshard.to_shards)
-    if reshard.ended_at is None:
-        switched = now >= reshard.started_at + timing.switch
-        writes = reshard.to_shards if switched else reshard.from_shards
-        return replace(settings, shards=writes, moving=moving)
-    if now < reshard.ended_at + timing.linger:
-        return replace(settings, shards=reshard.to_shards, moving=moving)
+    now_phase = phase(reshard, now, timing)
+    if now_phase in (Phase.STARTED, Phase.COPYING):
+        return replace(settings, also=(other_index(reshard.from_index), reshard.to_shards))
+    if now_phase is Phase.SWITCHED:
+        return replace(settings, also=(reshard.from_index, reshard.from_shards))
     return settings
 
 
-def may_begin(reshard: Reshard, now: datetime, timing: Timing) -> bool:
-    """May the backfill move items yet: has every writer placed at the new count?"""
-    return reshard.ended_at is None and now >= reshard.started_at + timing.begin
+def may_copy(reshard: Reshard, now: datetime, timing: Timing) -> bool:
+    """May the worker give items the new key: does every writer set it?"""
+    return phase(reshard, now, timing) is Phase.COPYING
+
+
+def may_clean(reshard: Reshard, now: datetime, timing: Timing) -> bool:
+    """May the worker remove the old key: has every writer stopped setting it, and every
+    reader stopped reading the old index (a request that began in SWITCHED has ended)?"""
+    return reshard.switched_at is not None and now >= reshard.switched_at + timing.wait + timing.margin
 
 
 def is_settled(reshard: Reshard | None, now: datetime, timing: Timing) -> bool:
-    """Is no move on, and no instance reading by an old layout: may another move start?"""
-    return reshard is None or (reshard.ended_at is not None and now >= reshard.ended_at + timing.linger)
-
-
-def destination(member_id: str, shard: int, to_shards: int) -> int | None:
-    """The shard a member found on ``shard`` moves to under ``to_shards``; None: it stays."""
-    target = shard_of(member_id, to_shards)
-    return None if target == shard else target
-
-
-def source_shards(reshard: Reshard) -> range:
-    """The partitions the backfill walks: the old layout's. Members placed since the switch
-    are at the new count already, and the aggregator fixes the late ones wherever they are."""
-    return range(reshard.from_shards)
+    """Is no move on, and has every instance seen the last one end: may another start (its
+    new index is the one the last move emptied)?"""
+    return reshard is None or (reshard.ended_at is not None and now >= reshard.ended_at + timing.wait)

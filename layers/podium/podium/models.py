@@ -33,14 +33,12 @@ class BoardSettings:
     reset: str = "never"
     retain_periods: int = 12
     rollup_to: tuple[str, ...] = ()
-    # While a re-shard moves items, and a little after: the shard counts it moves between
-    # (from, to), whose partitions reads cover (podium.layouts). Never stored, never compared.
-    moving: tuple[int, int] | None = None
-
-    @property
-    def read_shards(self) -> int:
-        """How many partitions a read covers: both layouts' while a move is on."""
-        return max(self.moving) if self.moving else self.shards
+    # Which of the two ranking indexes (podium.keys.INDEXES) reads use, and ``shards`` is
+    # the layout of: a re-shard builds the other one and switches (podium.layouts).
+    index: str = field(default="A", compare=False)
+    # While a re-shard runs, until it cleans up: the other index and its shard count, whose
+    # key every write sets too (podium.layouts). Never stored, never compared.
+    also: tuple[str, int] | None = field(default=None, compare=False)
 
     def is_better(self, a: Decimal, b: Decimal) -> bool:
         """Is score ``a`` strictly better than ``b`` under this board's order?"""
@@ -90,14 +88,18 @@ class BoardPolicy:
 
 @dataclass(frozen=True)
 class Reshard:
-    """A board's move to another shard count (podium.resharding): on until ``ended_at``,
-    then kept a little while, so that instances still holding the old layout read right."""
+    """A board's move to another shard count (podium.resharding): from index ``from_index``
+    on ``from_shards`` shards to the other index on ``to_shards``. Started, then switched
+    (reads use the new index), then ended once the old index is emptied; podium.layouts
+    has its phases."""
 
     from_shards: int
     to_shards: int
     started_at: datetime
-    copied: int = 0  # score items moved so far
+    copied: int = 0  # score items given their key in the new index so far
     ended_at: datetime | None = None
+    from_index: str = "A"
+    switched_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"toShards": self.to_shards, "startedAt": iso(self.started_at), "copied": self.copied}
@@ -105,8 +107,8 @@ class Reshard:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """Where a re-shard's backfill has got to: the period, the old layout's shard, and the
-    last sort key of that shard dealt with (None: from its top)."""
+    """Where a re-shard's walk (its copy, then its clean-up) has got to: the period, the
+    old index's shard, and the last sort key of that shard dealt with (None: from its top)."""
 
     period: str
     shard: int
@@ -151,7 +153,7 @@ class Board:
             body["rollupTo"] = list(self.settings.rollup_to)
         if self.dropped_events:
             body["droppedEvents"] = self.dropped_events
-        if self.reshard is not None and self.reshard.ended_at is None:
+        if self.reshard is not None and self.reshard.switched_at is None and self.reshard.ended_at is None:
             body["reshard"] = self.reshard.to_json()
         return body
 
@@ -442,6 +444,8 @@ class Placement:
     partition: str
     sort_key: str
     expires: int | None = None
+    # While a re-shard runs: the member's partition in the other index, written too.
+    also: str | None = None
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,9 @@ class MemberStore(Protocol):
 
 
 class IndexReader(Protocol):
+    """One shard partition of a ranking index at a time; the partition key names the index
+    (``podium.keys.partitions`` gives those of the board's layout)."""
+
     def keys_in_range(
         self,
         partition: str,
@@ -286,23 +289,27 @@ class AuditStore(Protocol):
 
 class ReshardStore(Protocol):
     def start_reshard(
-        self, board_id: str, from_shards: int, to_shards: int, started_at: datetime, settled: datetime
+        self,
+        board_id: str,
+        from_index: str,
+        from_shards: int,
+        to_shards: int,
+        started_at: datetime,
+        settled: datetime,
     ) -> bool: ...
     def moving_boards(self) -> list[str]: ...
     def reshard_progress(self, board_id: str) -> tuple[Board, Checkpoint | None] | None: ...
     def claim_reshard(self, board_id: str, owner: str, now_ms: int, until_ms: int) -> bool: ...
-    def advance_reshard(self, board_id: str, owner: str, moved: int, checkpoint: Checkpoint) -> bool: ...
-    def end_reshard(self, board_id: str, owner: str, to_shards: int, ended_at: datetime) -> bool: ...
-    def forget_reshard(self, board_id: str) -> None: ...
-    def move_index_entry(
-        self,
-        board_id: str,
-        member_id: str,
-        period: str,
-        from_partition: str,
-        to_partition: str,
-        sort_key: str,
+    def advance_reshard(
+        self, board_id: str, owner: str, copied: int, checkpoint: Checkpoint | None
     ) -> bool: ...
+    def switch_reshard(
+        self, board_id: str, owner: str, to_index: str, to_shards: int, switched_at: datetime
+    ) -> bool: ...
+    def end_reshard(self, board_id: str, owner: str, ended_at: datetime) -> bool: ...
+    def forget_reshard(self, board_id: str) -> None: ...
+    def set_index_key(self, board_id: str, member_id: str, period: str, partition: str) -> bool: ...
+    def remove_index_key(self, board_id: str, member_id: str, period: str, index: str) -> bool: ...
 
 
 class Repositories(Protocol):

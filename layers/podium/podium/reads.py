@@ -130,8 +130,8 @@ class ReadService:
         if view.board is None:
             raise NotFound(f"board {board_id} does not exist")
         total = view.board.member_count if period == ALL_TIME else view.period_count
-        # The board as it is now, re-shard included: the partitions read follow a move at once.
-        return Read(self.boards.effective(view.board), period, total, view)
+        # The board item just read says which index to read (a re-shard switches it).
+        return Read(view.board, period, total, view)
 
     def _count(
         self, read: Read, bounds: list[str], *, consistent: bool = False, budget: float | None = None
@@ -182,10 +182,7 @@ class ReadService:
             served = head.page(limit)
             if served is not None:
                 return TopRead(self._page(read, scope, *served, with_data, cost.READ_BOUND - VIEW_UNITS))
-        # The hint sizes each shard's first page by its members' shards: while a re-shard
-        # moves them, a member may be on either layout's, so the pages are sized without it.
-        moving = read.board.settings.moving is not None
-        hint = head.hint(after, limit) if head is not None and not moving else None
+        hint = head.hint(after, limit) if head is not None else None
         if after is None:
             found, stats = top_keys(self.index, read.partitions, None, limit, hint)
             left = cost.READ_BOUND - VIEW_UNITS - self._spent(read, found, stats)

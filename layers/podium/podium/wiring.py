@@ -39,7 +39,10 @@ class Services:
 
     @cached_property
     def boards(self) -> BoardService:
-        timing = Timing(timedelta(seconds=settings().layout_cache_seconds))
+        config = settings()
+        timing = Timing(
+            timedelta(seconds=config.layout_cache_seconds), timedelta(seconds=config.reshard_margin_seconds)
+        )
         return BoardService(self.db.boards, self.clock, timing)
 
     @cached_property

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from podium import fanout
+from podium import fanout, keys
 from podium.config import Settings
 from podium.dal import schema, usage
 from podium.errors import (
@@ -210,6 +210,12 @@ class Tables:
     @property
     def rank_index(self) -> str:
         return self.settings.rank_index_name
+
+    def index_for(self, partition: str) -> tuple[str, str]:
+        """The ranking index a partition key belongs to, and its key attribute."""
+        index = keys.index_of_partition(partition)
+        name = self.settings.rank_index_name if index == "A" else self.settings.rank_index_b_name
+        return name, schema.INDEX_KEY[index]
 
     # -- single requests --------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from podium import numbers
+from podium import keys, numbers
 from podium.counttree import Count, Entry, Inner, Leaf, Node, Tombstone
 from podium.dal import schema
 from podium.dal.client import Item, deserializer, parse_timestamp, plain, serializer, timestamp
@@ -92,6 +92,7 @@ def board_from_item(board_id: str, item: Item) -> Board:
         reset=values.get("reset", "never"),
         retain_periods=int(values.get("retainPeriods", 12)),
         rollup_to=tuple(values.get("rollupTo", [])),
+        index=values.get("rankIndex", "A"),  # "B" once a re-shard has switched to it
     )
     return Board(
         board_id=board_id,
@@ -118,10 +119,14 @@ def reshard_from_values(values: dict[str, Any]) -> Reshard | None:
         started_at=parse_timestamp(values["reshardStartedAt"]),
         copied=int(values.get("reshardCopied", 0)),
         ended_at=parse_timestamp(ended) if ended else None,
+        from_index=values.get("reshardFromIndex", "A"),
+        switched_at=parse_timestamp(switched) if (switched := values.get("reshardSwitchedAt")) else None,
     )
 
 
-def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: int | None) -> Item:
+def score_attributes(
+    state: ScoreState, partition: str, sort_key: str, expires: int | None, also: str | None = None
+) -> Item:
     attributes: Item = {
         "s": serializer.serialize(state.score),
         "v": {"N": str(state.version)},
@@ -132,7 +137,10 @@ def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: 
         # follows them see the member leave, and see nothing of its later changes.
         attributes["hd"] = {"BOOL": True}
     else:
-        attributes["rpk"] = {"S": partition}
+        # Its key in the index the board reads, and while a re-shard runs in the other too.
+        for key in (partition, also):
+            if key is not None:
+                attributes[schema.INDEX_KEY[keys.index_of_partition(key)]] = {"S": key}
         attributes["rsk"] = {"S": sort_key}
     if state.shown_at_us:
         attributes["ht"] = {"N": str(state.shown_at_us)}

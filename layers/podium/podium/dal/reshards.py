@@ -1,6 +1,7 @@
 """Re-shards: a board's move to another shard count, kept on the board item (``reshard*``
-attributes: the move, its progress, its checkpoint and its worker's lease) with one marker
-item per board whose move is on, so that the worker finds them with one query."""
+attributes: the move, its progress, its checkpoint and its worker's lease; ``rankIndex``,
+the index it reads) with one marker item per board whose move is on, so that the worker
+finds them with one query; and the score items' keys in either ranking index."""
 
 from __future__ import annotations
 
@@ -21,19 +22,28 @@ class Reshards:
         self.tables = tables
 
     def start_reshard(
-        self, board_id: str, from_shards: int, to_shards: int, started_at: datetime, settled: datetime
+        self,
+        board_id: str,
+        from_index: str,
+        from_shards: int,
+        to_shards: int,
+        started_at: datetime,
+        settled: datetime,
     ) -> bool:
         """Begin the move, and list the board among those moving; False (writing nothing)
-        when the board is gone, has another shard count, or a move is on or ended after
-        ``settled`` (instances may still read by its layout)."""
+        when the board is gone, has another layout, or a move is on or ended after
+        ``settled`` (instances may still work by its layout)."""
         update = {
             "Key": schema.board_key(board_id),
             "UpdateExpression": (
-                "SET reshardFrom = :f, reshardTo = :t, reshardStartedAt = :s, reshardCopied = :zero"
-                " REMOVE reshardEndedAt, reshardCheckpoint, reshardLease, reshardLeaseUntil"
+                "SET reshardFrom = :f, reshardTo = :t, reshardStartedAt = :s, reshardCopied = :zero,"
+                " reshardFromIndex = :i"
+                " REMOVE reshardEndedAt, reshardSwitchedAt, reshardCheckpoint,"
+                " reshardLease, reshardLeaseUntil"
             ),
             "ConditionExpression": (
                 "attribute_exists(pk) AND shards = :f"
+                " AND (attribute_not_exists(rankIndex) OR rankIndex = :i)"
                 " AND (attribute_not_exists(reshardFrom) OR reshardEndedAt < :settled)"
             ),
             "ExpressionAttributeValues": {
@@ -41,6 +51,7 @@ class Reshards:
                 ":t": {"N": str(to_shards)},
                 ":s": {"S": timestamp(started_at)},
                 ":zero": {"N": "0"},
+                ":i": {"S": from_index},
                 ":settled": {"S": timestamp(settled)},
             },
         }
@@ -91,36 +102,53 @@ class Reshards:
             },
         )
 
-    def advance_reshard(self, board_id: str, owner: str, moved: int, checkpoint: Checkpoint) -> bool:
-        """Record ``moved`` more items and the new checkpoint; False when the lease is lost."""
-        saved = {"period": checkpoint.period, "shard": checkpoint.shard, "after": checkpoint.after}
+    def advance_reshard(self, board_id: str, owner: str, copied: int, checkpoint: Checkpoint | None) -> bool:
+        """Record ``copied`` more items and the walk's new checkpoint (None: start the walk
+        again from its top); False when the lease is lost."""
+        saved = None
+        if checkpoint is not None:
+            saved = {"period": checkpoint.period, "shard": checkpoint.shard, "after": checkpoint.after}
         return self.tables.update(
             schema.board_key(board_id),
             "SET reshardCheckpoint = :c ADD reshardCopied :n",
             ConditionExpression=HELD,
             ExpressionAttributeValues={
-                ":c": {"S": json.dumps(saved)},
-                ":n": {"N": str(moved)},
+                ":c": {"S": json.dumps(saved)} if saved else {"S": ""},
+                ":n": {"N": str(copied)},
                 ":owner": {"S": owner},
             },
         )
 
-    def end_reshard(self, board_id: str, owner: str, to_shards: int, ended_at: datetime) -> bool:
-        """The move is over: ``shards`` is the new count, in one conditional update with the
-        end's time (readers keep both layouts' partitions a little longer), and the board
-        leaves the moving list. False when the lease is lost."""
+    def switch_reshard(
+        self, board_id: str, owner: str, to_index: str, to_shards: int, switched_at: datetime
+    ) -> bool:
+        """Reads use the new index from now on: its name and shard count become the board's
+        in one conditional update, and the walk starts again (the clean-up's, by whichever
+        worker runs after the wait). False when the lease is lost or the move switched
+        already."""
+        return self.tables.update(
+            schema.board_key(board_id),
+            "SET shards = :t, rankIndex = :i, reshardSwitchedAt = :w"
+            " REMOVE reshardCheckpoint, reshardLease, reshardLeaseUntil",
+            ConditionExpression=f"{HELD} AND attribute_not_exists(reshardSwitchedAt)",
+            ExpressionAttributeValues={
+                ":t": {"N": str(to_shards)},
+                ":i": {"S": to_index},
+                ":w": {"S": timestamp(switched_at)},
+                ":owner": {"S": owner},
+            },
+        )
+
+    def end_reshard(self, board_id: str, owner: str, ended_at: datetime) -> bool:
+        """The old index is empty: the move is over, and the board leaves the moving list.
+        False when the lease is lost."""
         update = {
             "Key": schema.board_key(board_id),
             "UpdateExpression": (
-                "SET shards = :t, reshardEndedAt = :e"
-                " REMOVE reshardCheckpoint, reshardLease, reshardLeaseUntil"
+                "SET reshardEndedAt = :e REMOVE reshardCheckpoint, reshardLease, reshardLeaseUntil"
             ),
-            "ConditionExpression": HELD,
-            "ExpressionAttributeValues": {
-                ":t": {"N": str(to_shards)},
-                ":e": {"S": timestamp(ended_at)},
-                ":owner": {"S": owner},
-            },
+            "ConditionExpression": f"{HELD} AND attribute_exists(reshardSwitchedAt)",
+            "ExpressionAttributeValues": {":e": {"S": timestamp(ended_at)}, ":owner": {"S": owner}},
         }
         codes = self.tables.transact([{"Update": update}, {"Delete": {"Key": schema.reshard_key(board_id)}}])
         if codes is not None and "ConditionalCheckFailed" not in codes:
@@ -131,27 +159,24 @@ class Reshards:
         """Remove the marker of a board that is gone or no longer moving."""
         self.tables.delete(schema.reshard_key(board_id))
 
-    def move_index_entry(
-        self,
-        board_id: str,
-        member_id: str,
-        period: str,
-        from_partition: str,
-        to_partition: str,
-        sort_key: str,
-    ) -> bool:
-        """Move one score item's index entry to another partition, if the item is still
-        where and what it was read as (its ``rpk`` and ``rsk``); False when it changed
-        meanwhile (its writer placed it by the layout of its time: the backfill's walk or
-        the stream puts it right). A move changes no score, no version: the stream's
-        consumers see an item whose ranking did not change."""
+    def set_index_key(self, board_id: str, member_id: str, period: str, partition: str) -> bool:
+        """Key a score item in the index ``partition`` belongs to, if it is a ranked score
+        item still (never one deleted since, nor hidden: neither has ``rsk``) and not keyed
+        there already (False). The key depends on the member alone, so a score write
+        meanwhile changes nothing of it."""
+        _, attribute = self.tables.index_for(partition)
         return self.tables.update(
             schema.score_key(board_id, member_id, period),
-            "SET rpk = :to",
-            ConditionExpression="rpk = :from AND rsk = :rsk",
-            ExpressionAttributeValues={
-                ":to": {"S": to_partition},
-                ":from": {"S": from_partition},
-                ":rsk": {"S": sort_key},
-            },
+            f"SET {attribute} = :p",
+            ConditionExpression=f"attribute_exists(rsk) AND NOT {attribute} = :p",
+            ExpressionAttributeValues={":p": {"S": partition}},
+        )
+
+    def remove_index_key(self, board_id: str, member_id: str, period: str, index: str) -> bool:
+        """Take a score item out of one index (the other keeps it), if it is in it."""
+        attribute = schema.INDEX_KEY[index]
+        return self.tables.update(
+            schema.score_key(board_id, member_id, period),
+            f"REMOVE {attribute}",
+            ConditionExpression=f"attribute_exists({attribute})",
         )

@@ -27,6 +27,10 @@ TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.
 CATALOG = "CATALOG"
 RESHARDS = "RESHARDS"  # one item per board whose re-shard is on: RESHARDS / boardId
 
+# The attribute that keys a score item in each ranking index (podium.keys.INDEXES); both
+# indexes share the sort key ``rsk``.
+INDEX_KEY = {"A": "rpk", "B": "rpkB"}
+
 # Sort keys and their prefixes.
 BOARD_ITEM = "BOARD"
 PROFILE = "MEMBER"

@@ -1,18 +1,21 @@
-"""The stream's half of a re-shard: a score item written where its board's layout no longer
-places it (a writer that read the layout before a move's switch and wrote after the backfill
-passed, or a late retry) is moved to its shard under the layout now, as the reference
-architecture carries the writes made during a partition-key migration through the stream.
-The aggregator sees every score item change, so none is missed; the move is conditional on
-the item still being what the record shows, so a newer write wins and a redelivery is
-harmless. On a board that is not being re-sharded every item is already where it belongs,
-and this costs one comparison per record."""
+"""The stream's half of a re-shard: a score item whose index keys are not those its board's
+layout sets now (a writer that had not seen the move yet rewrote it without its key in the
+new index; or, once the clean-up began, a late writer keyed it in the old index again) is
+put right, as the reference architecture carries the writes made during a partition-key
+migration through the stream. The aggregator sees every score item change, so none is
+missed. A key depends on the member and the shard count only, so setting it never races a
+score write; each update is conditional on the item being a ranked score item still, so a
+delete or hide wins and a redelivery is harmless. On a board not being re-sharded every
+item has the keys its layout gives, and this costs a comparison per record."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from podium import keys
+from podium.dal.schema import INDEX_KEY
 from podium.errors import NotFound
 from podium.models import BoardSettings
 from podium.ports import ReshardStore
@@ -21,30 +24,53 @@ from podium.stream.records import Record, score_record
 SettingsOf = Callable[[str], BoardSettings]
 
 
-def misplaced(record: Record, settings_of: SettingsOf) -> tuple[str, str, str, str, str, str] | None:
-    """(board, member, period, its partition, the one it belongs in, its sort key) for a
-    record whose item is left on a partition the board's layout does not place it in."""
+@dataclass(frozen=True)
+class KeyFix:
+    """One score item's keys to put right: ``set`` the partitions it lacks, ``drop`` the
+    indexes it should not be in."""
+
+    board_id: str
+    member_id: str
+    period: str
+    set: tuple[str, ...]
+    drop: tuple[str, ...]
+
+
+def wanted_keys(board_id: str, period: str, member_id: str, settings: BoardSettings) -> dict[str, str]:
+    """The partition the member has in each index its board's layout keys it in now."""
+    layouts = [(settings.index, settings.shards)] + ([settings.also] if settings.also else [])
+    return {index: keys.member_partition(board_id, period, member_id, index, n) for index, n in layouts}
+
+
+def key_fix(record: Record, settings_of: SettingsOf) -> KeyFix | None:
+    """What a record's item needs, if anything: only a ranked item (one with ``rsk``)."""
     score = score_record(record)
     image: dict[str, Any] = record.get("dynamodb", {}).get("NewImage") or {}
-    if score is None or score.new_sort_key is None or "rpk" not in image:
+    if score is None or score.new_sort_key is None or "rsk" not in image:
         return None
     try:
         settings = settings_of(score.board_id)
     except NotFound:
         return None  # the board is gone: its items go with it
-    partition = str(image["rpk"]["S"])
-    shard = keys.shard_of(score.member_id, settings.shards)
-    belongs = keys.rank_partition_key(score.board_id, score.period, shard)
-    if partition == belongs:
+    wanted = wanted_keys(score.board_id, score.period, score.member_id, settings)
+    has = {index: image[INDEX_KEY[index]]["S"] for index in keys.INDEXES if INDEX_KEY[index] in image}
+    to_set = tuple(p for index, p in wanted.items() if has.get(index) != p)
+    to_drop = tuple(index for index in has if index not in wanted)
+    if not to_set and not to_drop:
         return None
-    return score.board_id, score.member_id, score.period, partition, belongs, score.new_sort_key
+    return KeyFix(score.board_id, score.member_id, score.period, to_set, to_drop)
 
 
 def fix_placements(records: Sequence[Record], reshards: ReshardStore, settings_of: SettingsOf) -> int:
-    """Move every item the records show misplaced: how many moved."""
-    moved = 0
+    """Put right the keys of every item the records show keyed otherwise than its board's
+    layout says: how many updates applied."""
+    applied = 0
     for record in records:
-        found = misplaced(record, settings_of)
-        if found is not None and reshards.move_index_entry(*found):
-            moved += 1
-    return moved
+        fix = key_fix(record, settings_of)
+        if fix is None:
+            continue
+        for partition in fix.set:
+            applied += reshards.set_index_key(fix.board_id, fix.member_id, fix.period, partition)
+        for index in fix.drop:
+            applied += reshards.remove_index_key(fix.board_id, fix.member_id, fix.period, index)
+    return applied
