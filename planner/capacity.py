@@ -27,9 +27,10 @@ HEAD_SERVES_UP_TO = 100  # the largest `limit` the head item answers (podium.hea
 SAFETY_FRACTION = 0.8  # plan each partition to this fraction of its limit
 TABLE_WCU_PER_UPDATE = 1  # the score item is written alone and stays under 1 KB
 INDEX_WCU_PER_UPDATE = 2  # the index deletes the old entry and puts the new one
-# A re-shard's move of one member: its score item's rpk rewritten (1 WCU) and the index's
-# delete and put (2 WCU); `make bench-reshard` measures it (docs/capacity.md, "Re-sharding").
-RESHARD_WCU_PER_MEMBER = 3
+# A re-shard's move of one member: its score item keyed in the new index (1 WCU) and that
+# index's put (1), then the old key removed (1) and the old index's delete (1);
+# `make bench-reshard` measures it (docs/capacity.md, "Re-sharding").
+RESHARD_WCU_PER_MEMBER = 4
 # estimate: the aggregator's writes for one score change (the period's count, the score
 # buckets), amortised over a stream batch.
 STREAM_WCU_PER_UPDATE = 1.0

@@ -203,8 +203,9 @@ def reshard(
     as_json: JsonFlag = False,
 ) -> None:
     """Move a board to another shard count, live (POST /boards/{boardId}/reshard): reads
-    stay exact and writes are accepted meanwhile. With --wait, print the members moved so
-    far every 2 seconds until the board has its new count.
+    stay exact and writes are accepted meanwhile. With --wait, print the members copied to
+    the new layout so far every 2 seconds until reads use it (the board has its new count;
+    the old layout is emptied in the background after).
 
     Example: podium boards reshard images --shards 20 --wait
     """
@@ -220,7 +221,7 @@ def reshard(
             shown = client.get_board(board)
             if shown.reshard is None:
                 break
-            console.print(f"  {shown.reshard.copied:,} members moved")
+            console.print(f"  {shown.reshard.copied:,} members copied")
             time.sleep(POLL_SECONDS)
     if as_json:
         print_json(board_json(shown))

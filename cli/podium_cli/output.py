@@ -106,6 +106,14 @@ def board_table(board: Board) -> Table:
         ("operator", board.operator),
         ("tieBreak", board.tie_break),
         ("shards", str(board.shards)),
+    ]
+    if board.reshard is not None:  # a move in progress, until reads switch to the new count
+        moving = board.reshard
+        started = moving.started_at.isoformat().replace("+00:00", "Z")
+        rows.append(
+            ("reshard", f"to {moving.to_shards} shards since {started}: {moving.copied:,} members copied")
+        )
+    rows += [
         ("reset", board.reset),
     ]
     if board.reset != "never":

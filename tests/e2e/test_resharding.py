@@ -1,16 +1,18 @@
 """Re-sharding a board live, over HTTP on a local stack of its own (its schedules, the
 re-shard worker's among them, run every 2 seconds): a 20,000-member board moved from 3 to 17
-shards while 16 clients write and read it, every read checked against a model of the
-writes (``tests.reshard_model``); a shrink; and what the route refuses."""
+shards while 16 clients write and read it through the API, every read checked against a
+model of the writes (``tests.reshard_model``) and the consistency checker run at the end;
+a shrink; and what the route refuses."""
 
 from __future__ import annotations
 
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -20,12 +22,16 @@ import requests
 
 from bench.load import batch_write, profile_item
 from devstack import template as template_module
+from devstack.stack import create_tables
 from podium import keys
 from podium.config import Settings
+from podium.dal import Database
 from podium.dal.codecs import score_attributes
-from podium.dal.schema import score_key
+from podium.dal.schema import board_key, score_key
 from podium.models import BoardSettings, ScoreState
 from podium.periods import ALL_TIME
+from podium.validation import board_request
+from podium.wiring import Services
 from podium_client import Conflict, Entry, PodiumClient
 from tests.helpers import eventually, unique_id, verify_board
 from tests.messaging import LocalStack
@@ -38,10 +44,28 @@ READERS = 8  # 16 clients at once
 TIMEOUT = 60.0
 
 
+BIG = "reshard-20k"  # the 20,000-member board, loaded before its stack starts
+BIG_MEMBERS = 20_000
+
+
 @pytest.fixture(scope="module")
-def reshard_stack(launch_stack: Callable[..., Any]) -> Iterator[LocalStack]:
-    with launch_stack("--schedule-seconds", "2", name="reshard") as local:
-        yield local
+def big_board() -> dict[str, Decimal]:
+    """The 20,000 members of the big board and their scores."""
+    draw = random.Random(14)
+    return {f"m{n:05d}": Decimal(draw.randrange(0, 10**7)).scaleb(-2) for n in range(BIG_MEMBERS)}
+
+
+@pytest.fixture(scope="module")
+def reshard_stack(
+    launch_stack: Callable[..., Any], dynamodb_endpoint: str, big_board: dict[str, Decimal]
+) -> Iterator[LocalStack]:
+    """A stack of its own (its schedules, the re-shard worker's among them, run every 2
+    seconds) on tables loaded before it starts with the big board, as a bulk import does
+    (``load_big_board``), so that its stream consumers have no 40,000 records to chew."""
+    prefix = f"e2e{uuid.uuid4().hex[:8]}-"
+    load_big_board(dynamodb_endpoint, prefix, big_board)
+    with launch_stack("--schedule-seconds", "2", "--table-prefix", prefix, name="reshard") as local:
+        yield replace(local, table_prefix=prefix)
 
 
 @pytest.fixture(scope="module")
@@ -53,24 +77,47 @@ def table_settings(stack: LocalStack) -> Settings:
     return Settings(table_name=template_module.read(stack.table_prefix).table_names["LeaderboardTable"])
 
 
-def seed(stack: LocalStack, endpoint: str, board: str, shards: int, scores: dict[str, Decimal]) -> None:
-    """The members' profile and score items, as the service writes them, in batches (the
-    stream counts them and builds the board's head and tree as for any write)."""
+def load_big_board(endpoint: str, prefix: str, scores: dict[str, Decimal]) -> None:
+    """A bulk import of a 3-shard board: the tables made, their stream turned off, the
+    board created and its members' profile and score items written as the service writes
+    them, its ``memberCount`` set and its head and count tree built from the index as
+    ``podium rebuild`` does; then the stream turned on again (a new, empty one, which the
+    stack's consumers read from when it starts)."""
     client = boto3.client("dynamodb", endpoint_url=endpoint)
-    table = table_settings(stack).table
-    settings = BoardSettings(operator="set", shards=shards)
+    spec = template_module.read(prefix)
+    create_tables(client, spec)
+    table = spec.table_names["LeaderboardTable"]
+    stream(client, table, enabled=False)
+    services = Services(Database.connect(Settings(table_name=table), client=client))
+    services.boards.put_board(BIG, board_request({"operator": "set", "shards": 3}))
+    settings = BoardSettings(operator="set", shards=3)
     items: list[dict[str, Any]] = []
     for member, score in scores.items():
         state = ScoreState(score, 1, 1_700_000_000_000_000)
-        where = keys.placement(board, settings, member, state, ALL_TIME)
+        where = keys.placement(BIG, settings, member, state, ALL_TIME)
         attributes = score_attributes(state, where.partition, where.sort_key, where.expires)
-        items += [profile_item(board, member), {**score_key(board, member, ALL_TIME), **attributes}]
+        items += [profile_item(BIG, member), {**score_key(BIG, member, ALL_TIME), **attributes}]
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(
             pool.map(
                 lambda start: batch_write(client, table, items[start : start + 25]), range(0, len(items), 25)
             )
         )
+    client.update_item(
+        TableName=table,
+        Key=board_key(BIG),
+        UpdateExpression="SET memberCount = :n",
+        ExpressionAttributeValues={":n": {"N": str(len(scores))}},
+    )
+    services.maintenance.build_count_trees(BIG)
+    stream(client, table, enabled=True)
+
+
+def stream(client: Any, table: str, *, enabled: bool) -> None:
+    specification: dict[str, Any] = {"StreamEnabled": enabled}
+    if enabled:
+        specification["StreamViewType"] = "NEW_AND_OLD_IMAGES"
+    client.update_table(TableName=table, StreamSpecification=specification)
 
 
 def settled_count(podium: PodiumClient, board: str, count: int, timeout: float = 900.0) -> None:
@@ -215,15 +262,12 @@ def wait_for_the_move(podium: PodiumClient, board: str, to_shards: int, timeout:
 
 
 def test_a_20000_member_board_moves_from_3_to_17_shards_under_16_clients_with_every_read_exact(
-    reshard_stack: LocalStack, dynamodb_endpoint: str, podium: PodiumClient
+    reshard_stack: LocalStack, dynamodb_endpoint: str, podium: PodiumClient, big_board: dict[str, Decimal]
 ) -> None:
-    # Given a 20,000-member "set" board on 3 shards, loaded in bulk and counted by the stream
-    board = unique_id("reshard")
-    podium.create_board(board, operator="set", shards=3)
+    # Given a 20,000-member "set" board on 3 shards, loaded in bulk
+    board, initial = BIG, big_board
+    assert podium.get_board(board).member_count == len(initial)
     draw = random.Random(14)
-    initial = {f"m{n:05d}": Decimal(draw.randrange(0, 10**7)).scaleb(-2) for n in range(20_000)}
-    seed(reshard_stack, dynamodb_endpoint, board, 3, initial)
-    settled_count(podium, board, len(initial))
     model = BoardModel(initial)
     assert whole_listing(podium, board) == expected_listing(initial)
     # 8 writers, each owning 200 members (some new), and 8 readers; cursors handed out before
@@ -249,7 +293,7 @@ def test_a_20000_member_board_moves_from_3_to_17_shards_under_16_clients_with_ev
             podium.reshard(board, 9)  # a second one while it runs
         progress = wait_for_the_move(podium, board, 17)
         traffic.phase = "after"
-        time.sleep(12)  # past the time readers keep both layouts
+        wait_for_the_clean_up(reshard_stack, dynamodb_endpoint, board, 3)  # reads and writes go on
     finally:
         traffic.stop.set()
         pool.shutdown(wait=True)
@@ -276,6 +320,28 @@ def test_a_20000_member_board_moves_from_3_to_17_shards_under_16_clients_with_ev
     eventually(lambda: _clean(verify_board(settings, board, endpoint=dynamodb_endpoint)), timeout=120)
 
 
+def wait_for_the_clean_up(stack: LocalStack, endpoint: str, board: str, old_shards: int) -> None:
+    """Wait until the move has ended: the board item says so, and the index the board read
+    before (RankIndex: every board starts there) holds none of its entries."""
+    client = boto3.client("dynamodb", endpoint_url=endpoint)
+    table = table_settings(stack).table
+
+    def ended() -> None:
+        item = client.get_item(TableName=table, Key=board_key(board), ConsistentRead=True)["Item"]
+        assert "reshardEndedAt" in item
+        for shard in range(old_shards):
+            counted = client.query(
+                TableName=table,
+                IndexName="RankIndex",
+                KeyConditionExpression="rpk = :p",
+                ExpressionAttributeValues={":p": {"S": keys.rank_partition_key(board, ALL_TIME, shard)}},
+                Select="COUNT",
+            )
+            assert counted["Count"] == 0
+
+    eventually(ended, timeout=300, interval=1.0)
+
+
 def _clean(report: Any) -> Any:
     assert report.consistent, report.to_json()
     return report
@@ -291,7 +357,9 @@ def _pages(podium: PodiumClient, board: str, size: int) -> Iterator[Any]:
         cursor = page.next_cursor
 
 
-def test_a_board_shrinks_from_5_to_2_shards_under_writers_and_readers(podium: PodiumClient) -> None:
+def test_a_board_shrinks_from_5_to_2_shards_under_writers_and_readers(
+    podium: PodiumClient, reshard_stack: LocalStack, dynamodb_endpoint: str
+) -> None:
     # Given a 400-member board on 5 shards, put through the API
     board = unique_id("shrink")
     podium.create_board(board, operator="set", shards=5)
@@ -314,7 +382,9 @@ def test_a_board_shrinks_from_5_to_2_shards_under_writers_and_readers(podium: Po
         assert podium.reshard(board, 2).reshard is not None
         wait_for_the_move(podium, board, 2)
         traffic.phase = "after"
-        time.sleep(12)
+        with pytest.raises(Conflict, match="previous re-shard"):
+            podium.reshard(board, 3)  # while the old index is being emptied
+        wait_for_the_clean_up(reshard_stack, dynamodb_endpoint, board, 5)
     finally:
         traffic.stop.set()
         pool.shutdown(wait=True)

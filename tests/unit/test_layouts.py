@@ -14,7 +14,7 @@ import pytest
 from podium import keys, layouts
 from podium.errors import ValidationError
 from podium.layouts import Phase, Timing
-from podium.models import Board, BoardSettings, Checkpoint, Reshard, ScoreState
+from podium.models import Board, BoardSettings, Checkpoint, Reshard, ScoreState, index_of_partition
 from podium.resharding import periods_to_walk, walk
 from podium.validation import reshard_shards
 
@@ -89,7 +89,7 @@ def test_a_reader_reads_one_index_with_one_layout_and_the_api_shows_the_move_unt
     assert keys.partitions("b", after, "all") == [f"b#all#B{n}" for n in range(17)]
     shown = Board("b", after, None, T0, reshard=switched).to_json()
     assert (shown["shards"], "reshard" in shown) == (17, False)
-    assert {keys.index_of_partition(p) for p in keys.partitions("b", after, "all")} == {"B"}
+    assert {index_of_partition(p) for p in keys.partitions("b", after, "all")} == {"B"}
 
 
 def test_the_worker_copies_once_the_start_is_seen_cleans_once_the_switch_is_and_a_new_move_waits() -> None:
@@ -118,7 +118,7 @@ def test_a_members_key_in_either_index_depends_on_its_id_and_the_count_only() ->
         b = keys.member_partition("b", "all", member, "B", 17)
         assert a == f"b#all#{keys.shard_of(member, 3)}"
         assert b == f"b#all#B{keys.shard_of(member, 17)}"
-        assert (keys.index_of_partition(a), keys.index_of_partition(b)) == ("A", "B")
+        assert (index_of_partition(a), index_of_partition(b)) == ("A", "B")
         # a placement keys it in the index read, and while a move runs in the other
         state = ScoreState(Decimal(n), 1, 1)
         moving = BoardSettings(shards=3, also=("B", 17))

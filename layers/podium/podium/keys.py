@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from podium import periods
-from podium.models import BoardSettings, Placement, ScoreState
+from podium.models import SHARD_MARK, BoardSettings, Placement, ScoreState
 from podium.numbers import EXACT
 from podium.periods import ALL_TIME
 
@@ -40,25 +40,9 @@ def shard_of(member_id: str, shards: int) -> int:
     return int.from_bytes(digest, "big") % shards
 
 
-# The two ranking indexes a board's score items may be keyed in: "A" (``RankIndex``, ``rpk``)
-# and "B" (``RankIndexB``, ``rpkB``). A board reads one; a re-shard builds the other and
-# switches to it (podium.layouts). A partition key names its index: B's shards end "#B{n}".
-INDEXES = ("A", "B")
-SHARD_MARK = {"A": "", "B": "B"}
-
-
 def rank_partition_key(board_id: str, period: str, shard: int, index: str = "A") -> str:
+    """A shard's partition key in one of the two ranking indexes (``models.RANK_INDEXES``)."""
     return f"{board_id}{SEPARATOR}{period}{SEPARATOR}{SHARD_MARK[index]}{shard}"
-
-
-def index_of_partition(partition: str) -> str:
-    """The index a partition key belongs to (board ids hold no ``#``, so the last part is
-    the shard's)."""
-    return "B" if partition.rsplit(SEPARATOR, 1)[1].startswith("B") else "A"
-
-
-def other_index(index: str) -> str:
-    return "B" if index == "A" else "A"
 
 
 def encode_decimal(value: Decimal) -> str:

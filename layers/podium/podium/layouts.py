@@ -1,7 +1,7 @@
 """A board's layout while a re-shard moves it: which ranking index reads use, and which index
 keys writes set, at a given moment (docs/capacity.md, "Re-sharding").
 
-A board's score items are keyed in one of two indexes (``podium.keys.INDEXES``), on
+A board's score items are keyed in one of two indexes (``podium.models.RANK_INDEXES``), on
 ``shards`` shards. A re-shard builds the other index on the new count and switches reads to
 it, the reference architecture's partition-key migration: add a key, backfill it, switch
 reads, drop the old key. A member's key in the new index depends on its id and the new
@@ -26,8 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
-from podium.keys import other_index
-from podium.models import BoardSettings, Reshard
+from podium.models import BoardSettings, Reshard, other_index
 
 DEFAULT_CACHE_SECONDS = 5
 DEFAULT_MARGIN_SECONDS = 30  # API Gateway gives up on a request at 29 s

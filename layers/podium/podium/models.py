@@ -22,6 +22,23 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# The two ranking indexes a board's score items may be keyed in: "A" (``RankIndex``, ``rpk``)
+# and "B" (``RankIndexB``, ``rpkB``). A board reads one; a re-shard builds the other and
+# switches to it (podium.layouts). A partition key names its index: B's shards end "#B{n}"
+# (podium.keys), so the data-access layer knows which index to query from the key alone.
+RANK_INDEXES = ("A", "B")
+SHARD_MARK = {"A": "", "B": "B"}
+
+
+def index_of_partition(partition: str) -> str:
+    """The index a partition key belongs to (ids hold no ``#``: the last part is the shard's)."""
+    return "B" if partition.rsplit("#", 1)[1].startswith(SHARD_MARK["B"]) else "A"
+
+
+def other_index(index: str) -> str:
+    return "B" if index == "A" else "A"
+
+
 @dataclass(frozen=True)
 class BoardSettings:
     """The settings fixed at a board's creation; a re-creation must repeat them exactly."""
@@ -33,7 +50,7 @@ class BoardSettings:
     reset: str = "never"
     retain_periods: int = 12
     rollup_to: tuple[str, ...] = ()
-    # Which of the two ranking indexes (podium.keys.INDEXES) reads use, and ``shards`` is
+    # Which of the two ranking indexes (podium.models.RANK_INDEXES) reads use, and ``shards`` is
     # the layout of: a re-shard builds the other one and switches (podium.layouts).
     index: str = field(default="A", compare=False)
     # While a re-shard runs, until it cleans up: the other index and its shard count, whose

@@ -24,8 +24,8 @@ from datetime import datetime, timedelta
 from podium import fanout, layouts, periods
 from podium.boards import BoardService
 from podium.errors import Conflict, NotFound
-from podium.keys import just_above, member_of_key, member_partition, other_index, rank_partition_key
-from podium.models import Board, BoardSettings, Checkpoint, Reshard
+from podium.keys import just_above, member_of_key, member_partition, rank_partition_key
+from podium.models import Board, BoardSettings, Checkpoint, Reshard, other_index
 from podium.periods import ALL_TIME
 from podium.ports import IndexReader, ReshardStore
 
@@ -145,13 +145,13 @@ class ReshardService:
             return 0, False  # another worker has it
         walker = _Walk(self, board, reshard, owner, deadline)
         if copying:
-            if not walker.run(checkpoint, walker.copy_page) or not walker.complete_new_index():
+            if not walker.walk_old_index(checkpoint, walker.copy_page) or not walker.complete_new_index():
                 return walker.copied, False
             self.store.switch_reshard(
                 board_id, owner, other_index(reshard.from_index), reshard.to_shards, self.boards.clock()
             )
             return walker.copied, False  # switched (or the lease lost): the clean-up is next
-        if not walker.run(checkpoint, walker.clean_page):
+        if not walker.walk_old_index(checkpoint, walker.clean_page):
             return 0, False
         return 0, self.store.end_reshard(board_id, owner, self.boards.clock())
 
@@ -175,15 +175,15 @@ class _Walk:
     def index(self) -> IndexReader:
         return self.service.index
 
-    def run(self, checkpoint: Checkpoint | None, handle: Callable[[str, list[str]], int]) -> bool:
+    def walk_old_index(self, checkpoint: Checkpoint | None, handle: Callable[[str, list[str]], int]) -> bool:
         """Walk every stop from ``checkpoint``, ``handle`` each page: whether it got to the end."""
         now = self.service.boards.clock()
         for stop in walk(self.board.settings, self.reshard, checkpoint, now):
-            if not self._partition(stop, handle):
+            if not self._walk_partition(stop, handle):
                 return False
         return True
 
-    def _partition(self, stop: Checkpoint, handle: Callable[[str, list[str]], int]) -> bool:
+    def _walk_partition(self, stop: Checkpoint, handle: Callable[[str, list[str]], int]) -> bool:
         """One old partition a page at a time, the checkpoint recorded after each page:
         whether the partition is done (False: the time is up or the lease was lost)."""
         partition = rank_partition_key(self.board.board_id, stop.period, stop.shard, self.reshard.from_index)
@@ -204,7 +204,7 @@ class _Walk:
 
     def copy_page(self, period: str, page: list[str]) -> int:
         """Key every item of the page in the new index, in parallel: how many were."""
-        return self._set_keys(period, [member_of_key(k) for k in page])
+        return self._key_in_new_index(period, [member_of_key(k) for k in page])
 
     def clean_page(self, period: str, page: list[str]) -> int:
         """Take every item of the page out of the old index, in parallel."""
@@ -212,7 +212,7 @@ class _Walk:
         fanout.gather(lambda k: self.store.remove_index_key(board_id, member_of_key(k), period, index), page)
         return 0
 
-    def _set_keys(self, period: str, members: list[str]) -> int:
+    def _key_in_new_index(self, period: str, members: list[str]) -> int:
         board_id, count = self.board.board_id, self.reshard.to_shards
 
         def set_key(member_id: str) -> bool:
@@ -231,13 +231,13 @@ class _Walk:
         for period in periods_to_walk(self.board.settings, self.reshard.started_at, now):
             if self.service.monotonic() >= self.deadline:
                 return False
-            old = self._members(period, self.reshard.from_index, self.reshard.from_shards)
-            new = self._members(period, self.new_index, self.reshard.to_shards)
+            old = self._members_in_index(period, self.reshard.from_index, self.reshard.from_shards)
+            new = self._members_in_index(period, self.new_index, self.reshard.to_shards)
             missing = sorted(old - new)
-            self.copied += self._set_keys(period, missing)
+            self.copied += self._key_in_new_index(period, missing)
         return True
 
-    def _members(self, period: str, index: str, shards: int) -> set[str]:
+    def _members_in_index(self, period: str, index: str, shards: int) -> set[str]:
         board_id = self.board.board_id
         partitions = [rank_partition_key(board_id, period, shard, index) for shard in range(shards)]
         pages = fanout.gather(lambda p: self.index.keys_in_range(p, None, None), partitions)

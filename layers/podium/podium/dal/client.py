@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from podium import fanout, keys
+from podium import fanout
 from podium.config import Settings
 from podium.dal import schema, usage
 from podium.errors import (
@@ -26,6 +26,7 @@ from podium.errors import (
     VersionConflict,
     WriteUnconfirmed,
 )
+from podium.models import index_of_partition
 
 __all__ = ["AlreadyApplied", "ItemMissing", "VersionConflict"]
 
@@ -213,7 +214,7 @@ class Tables:
 
     def index_for(self, partition: str) -> tuple[str, str]:
         """The ranking index a partition key belongs to, and its key attribute."""
-        index = keys.index_of_partition(partition)
+        index = index_of_partition(partition)
         name = self.settings.rank_index_name if index == "A" else self.settings.rank_index_b_name
         return name, schema.INDEX_KEY[index]
 

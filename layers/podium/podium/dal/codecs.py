@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from podium import keys, numbers
+from podium import numbers
 from podium.counttree import Count, Entry, Inner, Leaf, Node, Tombstone
 from podium.dal import schema
 from podium.dal.client import Item, deserializer, parse_timestamp, plain, serializer, timestamp
@@ -26,6 +26,7 @@ from podium.models import (
     ScoreState,
     Snapshot,
     decode_history,
+    index_of_partition,
 )
 
 # -- boards and members -------------------------------------------------------------------
@@ -140,7 +141,7 @@ def score_attributes(
         # Its key in the index the board reads, and while a re-shard runs in the other too.
         for key in (partition, also):
             if key is not None:
-                attributes[schema.INDEX_KEY[keys.index_of_partition(key)]] = {"S": key}
+                attributes[schema.INDEX_KEY[index_of_partition(key)]] = {"S": key}
         attributes["rsk"] = {"S": sort_key}
     if state.shown_at_us:
         attributes["ht"] = {"N": str(state.shown_at_us)}

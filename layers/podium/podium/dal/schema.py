@@ -27,7 +27,7 @@ TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.
 CATALOG = "CATALOG"
 RESHARDS = "RESHARDS"  # one item per board whose re-shard is on: RESHARDS / boardId
 
-# The attribute that keys a score item in each ranking index (podium.keys.INDEXES); both
+# The attribute that keys a score item in each ranking index (podium.models.RANK_INDEXES); both
 # indexes share the sort key ``rsk``.
 INDEX_KEY = {"A": "rpk", "B": "rpkB"}
 

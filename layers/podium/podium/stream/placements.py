@@ -17,7 +17,7 @@ from typing import Any
 from podium import keys
 from podium.dal.schema import INDEX_KEY
 from podium.errors import NotFound
-from podium.models import BoardSettings
+from podium.models import RANK_INDEXES, BoardSettings
 from podium.ports import ReshardStore
 from podium.stream.records import Record, score_record
 
@@ -53,7 +53,7 @@ def key_fix(record: Record, settings_of: SettingsOf) -> KeyFix | None:
     except NotFound:
         return None  # the board is gone: its items go with it
     wanted = wanted_keys(score.board_id, score.period, score.member_id, settings)
-    has = {index: image[INDEX_KEY[index]]["S"] for index in keys.INDEXES if INDEX_KEY[index] in image}
+    has = {index: image[INDEX_KEY[index]]["S"] for index in RANK_INDEXES if INDEX_KEY[index] in image}
     to_set = tuple(p for index, p in wanted.items() if has.get(index) != p)
     to_drop = tuple(index for index in has if index not in wanted)
     if not to_set and not to_drop:
