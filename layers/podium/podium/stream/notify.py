@@ -53,6 +53,7 @@ from podium.stream.records import (
     ScoreRecord,
     derived_id,
     fanout_job,
+    index_keys_only,
     member_removal,
     score_record,
 )
@@ -100,7 +101,7 @@ class Notifier:
             self.continue_job(job)
             return
         record = score_record(raw)
-        if record is None or _moved_only(record):
+        if record is None or index_keys_only(raw):  # a re-shard's update: no ranking changed
             return
         settings = self.settings_of(record.board_id)
         # A hidden member overtaking someone tells no one.
@@ -372,16 +373,4 @@ def _notification(
         score=score,
         by_score=by_score,
         created_us=record.changed_us,
-    )
-
-
-def _moved_only(record: ScoreRecord) -> bool:
-    """A change that left the member's sort key as it was (a re-shard moving its index
-    entry to another shard, a score set to what it was): it overtakes no one and changes
-    no leader, so it is neither told nor judged (no mark written)."""
-    return (
-        record.event_name == "MODIFY"
-        and record.old_sort_key is not None
-        and record.old_sort_key == record.new_sort_key
-        and record.old == record.new
     )
