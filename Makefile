@@ -147,7 +147,7 @@ N ?= 100000
 bench-import: setup ## Import N members (default 100,000) from a generated CSV with `podium import` into a local stack of its own (or PODIUM_API's); members/second, then the board checked against the file: make bench-import N=10000
 	$(PY) -m bench.importrun --members $(N)
 
-bench-reshard: setup ## Re-shard a board of N members (default 20,000) from 3 to 17 shards on a DynamoDB Local of its own: members moved a second, WCU and RCU per member moved, minutes per million (bench/reshardrun.py): make bench-reshard N=20000
+bench-reshard: setup ## Re-shard a board of N members (default 20,000) from 3 to 17 shards on a DynamoDB Local of its own: the copy and the clean-up: members a second, WCU and RCU per member, minutes per million (bench/reshardrun.py): make bench-reshard N=20000
 	$(PY) -m bench.reshardrun --members $(if $(filter command line,$(origin N)),$(N),20000)
 
 bench-streams: setup ## Put N members (default 2,000) into a local stack with its stream consumers paused, then let each consumer alone catch up: records/s, DynamoDB requests, RCU and WCU per record (bench/streamrun.py): make bench-streams N=2000

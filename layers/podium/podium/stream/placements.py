@@ -19,7 +19,7 @@ from podium.dal.schema import INDEX_KEY
 from podium.errors import NotFound
 from podium.models import RANK_INDEXES, BoardSettings
 from podium.ports import ReshardStore
-from podium.stream.records import Record, score_record
+from podium.stream.records import Record, index_keys_only, score_record
 
 SettingsOf = Callable[[str], BoardSettings]
 
@@ -43,7 +43,12 @@ def wanted_keys(board_id: str, period: str, member_id: str, settings: BoardSetti
 
 
 def key_fix(record: Record, settings_of: SettingsOf) -> KeyFix | None:
-    """What a record's item needs, if anything: only a ranked item (one with ``rsk``)."""
+    """What a record's item needs, if anything: only a ranked item (one with ``rsk``), and
+    only after a write of it. A record of a re-shard's own update (the copy, the clean-up,
+    a fix-up: ``index_keys_only``) keyed the item as its phase wants; read late, in a later
+    phase, it would only make the item be updated again for nothing."""
+    if index_keys_only(record):
+        return None
     score = score_record(record)
     image: dict[str, Any] = record.get("dynamodb", {}).get("NewImage") or {}
     if score is None or score.new_sort_key is None or "rsk" not in image:
