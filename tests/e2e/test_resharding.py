@@ -345,7 +345,7 @@ def wait_for_the_clean_up(stack: LocalStack, endpoint: str, board: str, old_shar
 
 
 def _clean(report: Any) -> Any:
-    assert report.consistent, report.to_json()
+    assert report.ok, report.to_json()
     return report
 
 
