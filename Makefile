@@ -15,7 +15,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-streams bench-periods token redrive browser screenshots
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-periods token redrive browser screenshots
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -146,6 +146,9 @@ N ?= 100000
 
 bench-import: setup ## Import N members (default 100,000) from a generated CSV with `podium import` into a local stack of its own (or PODIUM_API's); members/second, then the board checked against the file: make bench-import N=10000
 	$(PY) -m bench.importrun --members $(N)
+
+bench-reshard: setup ## Re-shard a board of N members (default 20,000) from 3 to 17 shards on a DynamoDB Local of its own: the copy and the clean-up: members a second, WCU and RCU per member, minutes per million (bench/reshardrun.py): make bench-reshard N=20000
+	$(PY) -m bench.reshardrun --members $(if $(filter command line,$(origin N)),$(N),20000)
 
 bench-streams: setup ## Put N members (default 2,000) into a local stack with its stream consumers paused, then let each consumer alone catch up: records/s, DynamoDB requests, RCU and WCU per record (bench/streamrun.py): make bench-streams N=2000
 	$(PY) -m bench.streamrun --members $(if $(filter command line,$(origin N)),$(N),2000)

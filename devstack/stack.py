@@ -40,8 +40,10 @@ LOCAL_CREDENTIALS = {
 
 def local_environment(issuer: LocalIssuer) -> dict[str, str]:
     """What the local stack sets in place of what AWS resources give the functions: its
-    token issuer, and a cursor key of its own (the stack's secret in AWS)."""
-    return {**issuer.environment, "CURSOR_KEY": secrets.token_urlsafe(32)}
+    token issuer, a cursor key of its own (the stack's secret in AWS), and a re-shard's
+    margin for a request in flight that fits a local gateway's requests, not API Gateway's
+    29 s (podium.layouts), so that a move's phases follow each other in seconds."""
+    return {**issuer.environment, "CURSOR_KEY": secrets.token_urlsafe(32), "RESHARD_MARGIN_SECONDS": "3"}
 
 
 def use_local_credentials() -> None:

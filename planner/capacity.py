@@ -27,6 +27,10 @@ HEAD_SERVES_UP_TO = 100  # the largest `limit` the head item answers (podium.hea
 SAFETY_FRACTION = 0.8  # plan each partition to this fraction of its limit
 TABLE_WCU_PER_UPDATE = 1  # the score item is written alone and stays under 1 KB
 INDEX_WCU_PER_UPDATE = 2  # the index deletes the old entry and puts the new one
+# A re-shard's move of one member: its score item keyed in the new index (1 WCU) and that
+# index's put (1), then the old key removed (1) and the old index's delete (1);
+# `make bench-reshard` measures it (docs/capacity.md, "Re-sharding").
+RESHARD_WCU_PER_MEMBER = 4
 # estimate: the aggregator's writes for one score change (the period's count, the score
 # buckets), amortised over a stream batch.
 STREAM_WCU_PER_UPDATE = 1.0
@@ -221,6 +225,14 @@ def bytes_per_member(data_bytes: int) -> int:
     )
 
 
+def reshard_to(writes_per_s: float, shards: int, safety: float = SAFETY_FRACTION) -> int | None:
+    """When to re-shard: the shard count a board of ``shards`` should move to, once its
+    updates put more than ``safety`` of a GSI partition's 1,000 WCU/s on each shard; None
+    while they do not (or when no count up to 100 would be enough: log events instead)."""
+    needed = required_shards(writes_per_s, safety)
+    return needed if shards < needed <= MAX_SHARDS else None
+
+
 def plan(workload: Workload, prices: Prices | None = None) -> Plan:
     prices = prices or Prices()
     warnings: list[str] = []
@@ -242,7 +254,9 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
     elif index_wcu_per_shard > w.safety * PARTITION_WCU_PER_S:
         warnings.append(
             f"{shards} shards take {index_wcu_per_shard:,.0f} index WCU/s each, over "
-            f"{w.safety:.0%} of {PARTITION_WCU_PER_S:,}: the index throttles, and with it the table."
+            f"{w.safety:.0%} of {PARTITION_WCU_PER_S:,}: the index throttles, and with it the table. "
+            f"Re-shard the board to {needed} shards: podium boards reshard BOARD --shards {needed} "
+            f"(moving a member costs about {RESHARD_WCU_PER_MEMBER} WCU: docs/capacity.md)."
         )
 
     head_writes = min(w.writes_per_s * HEAD_CHANGE_FRACTION, HEAD_WRITES_MAX_PER_S)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 from typing import Annotated, Any
 
@@ -187,3 +188,42 @@ def configure(
         print_json(board_json(changed))
     else:
         console.print(board_table(changed))
+
+
+POLL_SECONDS = 2.0
+
+
+@app.command("reshard")
+def reshard(
+    board: Annotated[str, typer.Argument(help="The board's id")],
+    shards: Annotated[int, typer.Option(help="The new number of write shards, 1..100")],
+    wait: Annotated[bool, typer.Option("--wait", help="Show the move's progress until it is over")] = False,
+    api: ApiOption = None,
+    token: TokenOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Move a board to another shard count, live (POST /boards/{boardId}/reshard): reads
+    stay exact and writes are accepted meanwhile. With --wait, print the members copied to
+    the new layout so far every 2 seconds until reads use it (the board has its new count;
+    the old layout is emptied in the background after).
+
+    Example: podium boards reshard images --shards 20 --wait
+    """
+    with admin_client(api, token) as client:
+        started = client.reshard(board, shards)
+        if as_json and not wait:
+            print_json(board_json(started))
+            return
+        console.print(f"board {board}: moving from {started.shards} to {shards} shards")
+        if not wait:
+            return
+        while True:
+            shown = client.get_board(board)
+            if shown.reshard is None:
+                break
+            console.print(f"  {shown.reshard.copied:,} members copied")
+            time.sleep(POLL_SECONDS)
+    if as_json:
+        print_json(board_json(shown))
+    else:
+        console.print(f"board {board} has {shown.shards} shards")

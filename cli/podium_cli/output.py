@@ -54,6 +54,13 @@ def board_json(board: Board) -> dict[str, Any]:
         body["rollupTo"] = list(board.rollup_to)
     if board.announce_top is not None:
         body["announceTop"] = board.announce_top
+    if board.reshard is not None:
+        started = board.reshard.started_at.isoformat().replace("+00:00", "Z")
+        body["reshard"] = {
+            "toShards": board.reshard.to_shards,
+            "startedAt": started,
+            "copied": board.reshard.copied,
+        }
     return body
 
 
@@ -99,6 +106,14 @@ def board_table(board: Board) -> Table:
         ("operator", board.operator),
         ("tieBreak", board.tie_break),
         ("shards", str(board.shards)),
+    ]
+    if board.reshard is not None:  # a move in progress, until reads switch to the new count
+        moving = board.reshard
+        started = moving.started_at.isoformat().replace("+00:00", "Z")
+        rows.append(
+            ("reshard", f"to {moving.to_shards} shards since {started}: {moving.copied:,} members copied")
+        )
+    rows += [
         ("reset", board.reset),
     ]
     if board.reset != "never":

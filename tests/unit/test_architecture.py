@@ -19,9 +19,10 @@ FUNCTIONS = ROOT / "functions"
 # What the data-access layer may import of the layer: itself, and the shared vocabulary
 # (records, errors, settings, the JSON codec of exact numbers, the thread pool, the
 # Idempotency-Key of a submission and its record, the count tree's nodes and the pure
-# decisions on them, which the tree's items hold).
+# decisions on them, which the tree's items hold; the ranking indexes' names).
 SHARED = {
     "podium.models",
+    "podium.indexes",
     "podium.errors",
     "podium.config",
     "podium.numbers",

@@ -614,3 +614,19 @@ def test_log_events_accepts_the_whole_request(invoke: Invoke, images: None) -> N
     # Then all three are accepted (the fold counts them from the stream, not run here)
     assert response["statusCode"] == 202, response["body"]
     assert decimal_body(response) == {"accepted": 3}
+
+
+def test_reshard_starts_a_move_once_and_the_worker_waits_for_every_instance_to_see_it(
+    invoke: Invoke, board: None
+) -> None:
+    # When the reshard event is invoked on the board of 3 shards
+    response = invoke("reshard")
+
+    # Then 202 with the board showing its move to 5 shards, and a second one is 409
+    assert response["statusCode"] == 202, response["body"]
+    body = decimal_body(response)
+    assert (body["shards"], body["reshard"]["toShards"], body["reshard"]["copied"]) == (3, 5, 0)
+    assert invoke("reshard")["statusCode"] == 409
+    # And the scheduled worker, run at once, copies nothing yet (some writers may not set the
+    # new key yet)
+    assert invoke("reshard_worker") == {"boards": 1, "copied": 0, "ended": 0}

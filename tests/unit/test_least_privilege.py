@@ -70,8 +70,10 @@ def needed_by_code(code_dir: str) -> set[Grant]:
     reached = program().reached_facts(code_dir)
     operations = set().union(*(facts.operations for facts in reached))
     transaction_parts = set().union(*(facts.transaction_actions for facts in reached))
-    # the layer's queries name the index of RANK_INDEX_NAME, which the template sets
-    index_name = template.load()["Globals"]["Function"]["Environment"]["Variables"]["RANK_INDEX_NAME"]
+    # the layer's queries name the index of RANK_INDEX_NAME or RANK_INDEX_B_NAME, which the
+    # template sets: the one a board's layout reads (a re-shard switches it)
+    variables = template.load()["Globals"]["Function"]["Environment"]["Variables"]
+    index_names = [variables["RANK_INDEX_NAME"], variables["RANK_INDEX_B_NAME"]]
     grants: set[Grant] = set()
     for operation in operations:
         if operation.service == "sns":
@@ -83,7 +85,7 @@ def needed_by_code(code_dir: str) -> set[Grant]:
             if any(facts.queries_table for facts in reached):
                 grants.add(("dynamodb:Query", TABLE))
             if any(facts.queries_index for facts in reached):
-                grants.add(("dynamodb:Query", f"{TABLE}/index/{index_name}"))
+                grants |= {("dynamodb:Query", f"{TABLE}/index/{name}") for name in index_names}
             if any(facts.queries_log_index for facts in reached):
                 grants.add(("dynamodb:Query", f"{TABLE}/index/{LOG_INDEX}"))
         else:

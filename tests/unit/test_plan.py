@@ -8,7 +8,7 @@ import pytest
 
 from planner import capacity
 from planner.__main__ import main
-from planner.capacity import Workload, plan
+from planner.capacity import Workload, plan, reshard_to
 
 
 def test_one_shard_takes_400_updates_a_second_at_80_percent():
@@ -198,3 +198,21 @@ def test_cli_prints_a_table(capsys):
     out = capsys.readouterr().out
     assert "shards (recommended)" in out
     assert "needs 125" in out  # 100,000 / 800
+
+
+def test_when_to_re_shard_each_shards_index_writes_past_80_percent_of_a_partition():
+    # Given a board on 3 shards: each takes 400 updates/s (800 index WCU/s) within 80%
+    # Then up to 1,200 updates/s it stays; past that it should move to the fewest shards
+    # whose partitions each stay within 80% of 1,000 WCU/s (a plain model: ceil(2u / 800))
+    for updates in (0, 400, 1_200, 1_201, 5_000, 40_000, 40_001):
+        fewest = max(1, -(-2 * updates // 800))
+        expected = fewest if 3 < fewest <= 100 else None
+        assert reshard_to(updates, 3) == expected, updates
+
+
+def test_the_plan_of_a_board_past_its_shards_says_to_re_shard_and_to_how_many():
+    # Given 5,000 updates/s on a board of 3 shards
+    result = plan(Workload(writes_per_s=5_000, top_reads_per_s=0, rank_reads_per_s=0, members=10, shards=3))
+
+    # Then it says to re-shard to 13 shards, with the command
+    assert any("podium boards reshard BOARD --shards 13" in warning for warning in result.warnings)

@@ -348,3 +348,21 @@ def test_a_float_bound_is_refused_before_anything_is_sent() -> None:
         list(client.iter_scores("b", max=1.5))  # type: ignore[arg-type]
 
     assert seen.requests == []
+
+
+def test_reshard_posts_the_count_and_reads_the_moving_board() -> None:
+    # Given a stack that answers 202 with the board showing its move
+    moving = {**BOARD, "reshard": {"toShards": 17, "startedAt": "2026-11-25T12:00:00Z", "copied": 0}}
+    client, seen = client_of(lambda request: answer(202, moving))
+
+    # When
+    board = client.reshard("images", 17)
+
+    # Then the request is the route's, and the board shows the move
+    assert (seen.requests[0].method, seen.requests[0].url.path) == ("POST", "/boards/images/reshard")
+    assert seen.bodies() == [{"shards": 17}]
+    assert board.reshard is not None
+    assert (board.reshard.to_shards, board.reshard.copied) == (17, 0)
+    assert board.reshard.started_at.isoformat() == "2026-11-25T12:00:00+00:00"
+    # and a board with no move on has none
+    assert Board.from_json(BOARD).reshard is None

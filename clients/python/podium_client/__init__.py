@@ -66,6 +66,7 @@ from podium_client.models import (
     SnapshotPage,
     TopPage,
 )
+from podium_client.resharding import ReshardProgress
 from podium_client.retry import NO_RETRIES, RetryPolicy
 from podium_client.tokens import CachedToken, ClientCredentials, LocalIssuer, RefreshableToken, local_token
 
@@ -95,6 +96,7 @@ __all__ = [
     "Rank",
     "RateLimited",
     "RefreshableToken",
+    "ReshardProgress",
     "RetryPolicy",
     "ScoreResult",
     "Snapshot",

@@ -201,6 +201,12 @@ class PodiumClient:
     def get_board(self, board_id: str) -> Board:
         return Board.from_json(self._json(Call("GET", f"/boards/{_segment(board_id)}")))
 
+    def reshard(self, board_id: str, shards: int) -> Board:
+        """Start moving the board to ``shards`` shards (admin): the board, whose ``reshard``
+        shows the move until it is over. ``Conflict`` when a move is on, or to its count."""
+        path = f"/boards/{_segment(board_id)}/reshard"
+        return Board.from_json(self._json(Call("POST", path, body={"shards": shards})))
+
     def list_boards(self, *, limit: int | None = None, cursor: str | None = None) -> BoardPage:
         return BoardPage.from_json(self._json(Call("GET", "/boards", _params(limit=limit, cursor=cursor))))
 

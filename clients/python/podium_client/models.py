@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from podium_client.codec import optional_score, score
+from podium_client.resharding import ReshardProgress
 
 
 def _moment(text: str) -> datetime:
@@ -73,6 +74,7 @@ class Board:
     announce_top: int | None = None
     rollup_to: tuple[str, ...] = ()
     dropped_events: int = 0
+    reshard: ReshardProgress | None = None  # a move to another shard count, while it runs
     created: bool = field(default=False, compare=False)
 
     @classmethod
@@ -95,6 +97,7 @@ class Board:
             announce_top=_optional_int(body.get("announceTop")),
             rollup_to=tuple(body.get("rollupTo") or ()),
             dropped_events=int(body.get("droppedEvents", 0)),
+            reshard=ReshardProgress.from_json(body["reshard"]) if body.get("reshard") else None,
             created=created,
         )
 

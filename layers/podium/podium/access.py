@@ -77,6 +77,7 @@ class Route(StrEnum):
     LOG_EVENTS = "POST /boards/{boardId}/events"
     SNAPSHOTS = "GET /boards/{boardId}/snapshots"
     SCORES = "GET /boards/{boardId}/scores"
+    RESHARD = "POST /boards/{boardId}/reshard"
 
     @property
     def method(self) -> str:

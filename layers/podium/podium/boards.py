@@ -1,16 +1,19 @@
 """Boards: creating or confirming one, reading one, the catalog, and what every other room
-asks of a board (its fixed settings, cached; which period a request means)."""
+asks of a board (its settings and layout, cached a few seconds; which period a request
+means)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from podium import clock as clock_module
-from podium import cursors, periods
+from podium import cursors, layouts, periods
 from podium.errors import Conflict, NotFound, ValidationError
-from podium.models import Board, BoardList, BoardPolicy, BoardSettings
+from podium.layouts import Timing
+from podium.models import Board, BoardList, BoardPolicy, BoardSettings, Reshard
 from podium.periods import ALL_TIME
 from podium.ports import BoardStore
 from podium.validation import BOARD_ID, BoardRequest
@@ -27,11 +30,21 @@ def to_microseconds(moment: datetime) -> int:
     return int(moment.timestamp() * 1_000_000)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """A board's settings and its re-shard as one instance last read them."""
+
+    settings: BoardSettings
+    reshard: Reshard | None
+    read_at: float  # time.monotonic()
+
+
 class BoardService:
-    def __init__(self, boards: BoardStore, clock: Clock = system_clock) -> None:
+    def __init__(self, boards: BoardStore, clock: Clock = system_clock, timing: Timing | None = None) -> None:
         self.boards = boards
         self.clock = clock
-        self._settings: dict[str, BoardSettings] = {}
+        self.timing = timing or Timing()
+        self._layouts: dict[str, Layout] = {}
 
     def put_board(self, board_id: str, request: BoardRequest) -> tuple[Board, bool]:
         """Create the board (True) or confirm it exists with the same settings (False)."""
@@ -80,23 +93,33 @@ class BoardService:
         board = self.boards.get_board(board_id)
         if board is None:
             return None
-        self._settings.setdefault(board_id, board.settings)  # fixed: read once, kept
+        self._keep(board)
         return board.policy
 
     def settings(self, board_id: str) -> BoardSettings:
-        """A board's fixed settings; cached, since they never change once created."""
-        cached = self._settings.get(board_id)
-        if cached is None:
-            board = self.boards.get_board(board_id)
+        """A board's settings as a request made now places and reads by (``layouts``):
+        fixed but for the shard count, which a re-shard changes, so they are kept at most
+        ``timing.cache`` (the move waits that long before any item moves)."""
+        cached = self._layouts.get(board_id)
+        if cached is None or time.monotonic() - cached.read_at >= self.timing.cache.total_seconds():
+            board = self.boards.get_board(board_id, consistent=True)
             if board is None:
                 raise NotFound(f"board {board_id} does not exist")
-            cached = self._settings[board_id] = board.settings
-        return cached
+            cached = self._keep(board)
+        return layouts.effective(cached.settings, cached.reshard, self.clock(), self.timing)
+
+    def _keep(self, board: Board) -> Layout:
+        kept = self._layouts[board.board_id] = Layout(board.settings, board.reshard, time.monotonic())
+        return kept
 
     def period(self, settings: BoardSettings, requested: str | None = None) -> str:
         """The period a request means: the current one by the clock, unless it asks for
         ``previous`` or a period id (time-windowed boards)."""
         return periods.resolve(settings.reset, requested, self.clock(), settings.retain_periods)
+
+    def as_shown(self, board: Board) -> Board:
+        """The board as the API shows it now."""
+        return self._current(board)
 
     def _current(self, board: Board) -> Board:
         """The board as the API shows it now: a time-windowed board with its current period."""

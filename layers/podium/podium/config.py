@@ -26,6 +26,7 @@ class MissingSetting(RuntimeError):
 class Settings:
     table_name: str = ""
     rank_index_name: str = "RankIndex"
+    rank_index_b_name: str = "RankIndexB"  # the second ranking index, a re-shard's target
     notification_topic_arn: str = ""
     # Every shard of a board (at most 100) is queried at once: a round of shard queries
     # takes one round trip, not one per wave of threads.
@@ -44,6 +45,16 @@ class Settings:
     # Signs cursors (podium.cursors). The stack's secret in AWS; without one, a key of this
     # process's own: its cursors are then valid only in the instance that made them.
     cursor_key: str = ""
+    # How long an instance keeps a board's layout (its shard count and re-shard): each
+    # phase of a move waits this long, and the margin below, for every instance to see the
+    # one before (podium.layouts).
+    layout_cache_seconds: int = 5
+    # A request's longest time between reading a layout and its last write (API Gateway
+    # gives up at 29 s): the rest of a move's wait between phases.
+    reshard_margin_seconds: int = 30
+    # How long one run of the re-shard worker moves items before it records where it got
+    # to and stops (its Lambda timeout leaves room for that).
+    reshard_budget_seconds: int = 45
 
     def __post_init__(self) -> None:
         if not 1 <= self.shard_query_concurrency <= 1000:
@@ -53,6 +64,11 @@ class Settings:
         if self.snapshot_retention_days < 1:
             days = self.snapshot_retention_days
             raise ValueError(f"SNAPSHOT_RETENTION_DAYS must be at least 1, not {days}")
+        if not 1 <= self.layout_cache_seconds <= 300:
+            raise ValueError(f"LAYOUT_CACHE_SECONDS must be from 1 to 300, not {self.layout_cache_seconds}")
+        if not 0 <= self.reshard_margin_seconds <= 300:
+            margin = self.reshard_margin_seconds
+            raise ValueError(f"RESHARD_MARGIN_SECONDS must be from 0 to 300, not {margin}")
         if not 1 <= self.fanout_chunk_size <= MAX_FANOUT_CHUNK_SIZE:
             chunk = self.fanout_chunk_size
             raise ValueError(f"FANOUT_CHUNK_SIZE must be from 1 to {MAX_FANOUT_CHUNK_SIZE}, not {chunk}")
@@ -78,6 +94,7 @@ class Settings:
         return cls(
             table_name=os.environ.get("TABLE_NAME", ""),
             rank_index_name=os.environ.get("RANK_INDEX_NAME", "RankIndex"),
+            rank_index_b_name=os.environ.get("RANK_INDEX_B_NAME", "RankIndexB"),
             notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN", ""),
             shard_query_concurrency=_integer("SHARD_QUERY_CONCURRENCY", DEFAULT_SHARD_QUERY_CONCURRENCY),
             snapshot_retention_days=_integer("SNAPSHOT_RETENTION_DAYS", DEFAULT_SNAPSHOT_RETENTION_DAYS),
@@ -90,6 +107,9 @@ class Settings:
             auth_member_claim=os.environ.get("AUTH_MEMBER_CLAIM") or "sub",
             auth_jwks_url=os.environ.get("AUTH_JWKS_URL", ""),
             cursor_key=os.environ.get("CURSOR_KEY", ""),
+            layout_cache_seconds=_integer("LAYOUT_CACHE_SECONDS", 5),
+            reshard_margin_seconds=_integer("RESHARD_MARGIN_SECONDS", 30),
+            reshard_budget_seconds=_integer("RESHARD_BUDGET_SECONDS", 45),
             request_metrics=_switch("REQUEST_METRICS"),
         )
 

@@ -175,7 +175,8 @@ def _members(state: BoardState, period_scores: dict[str, StoredScore], found: Fi
     for member_id, stored in sorted(period_scores.items()):
         owner = profiles.get(member_id)
         if owner is None:
-            where = f" (in the index at {stored.partition})" if stored.sort_key is not None else ""
+            carried = stored.partition_in(state.settings.index)
+            where = f" (in the index at {carried})" if stored.sort_key is not None else ""
             found.add(
                 Kind.ORPHAN_SCORE,
                 f"a score item of {member_id} in period {state.period}{where}, but no such member",
@@ -242,12 +243,13 @@ def _member(state: BoardState, profile: StoredProfile, stored: StoredScore, foun
         return
     want = keys.placement(state.board_id, state.settings, member_id, stored.state, period)
     score = f"score {stored.state.score}"
-    if stored.sort_key is None or stored.partition is None:
+    partition = stored.partition_in(state.settings.index)  # the index the board reads
+    if stored.sort_key is None or partition is None:
         found.add(Kind.INDEX_MISSING, f"member {member_id} ({score}) is not in the ranking index", member_id)
-    elif stored.partition != want.partition:
+    elif partition != want.partition:
         found.add(
             Kind.INDEX_WRONG_PARTITION,
-            f"member {member_id} is in index partition {stored.partition}, not {want.partition}",
+            f"member {member_id} is in index partition {partition}, not {want.partition}",
             member_id,
         )
     elif stored.sort_key != want.sort_key:
@@ -272,11 +274,12 @@ def _index(state: BoardState, period_scores: dict[str, StoredScore], found: Find
         stored = period_scores.get(member_id) if member_id is not None and entry.sk == score_sk else None
         if stored is not None:
             shown.add(stored.member_id)
-            if (stored.partition, stored.sort_key) != (entry.partition, entry.sort_key):
+            carried = stored.partition_in(state.settings.index)
+            if (carried, stored.sort_key) != (entry.partition, entry.sort_key):
                 found.add(
                     Kind.INDEX_LAG,
                     f"the index shows {stored.member_id} at {entry.partition} {entry.sort_key!r}, "
-                    f"its score item carries {stored.partition} {stored.sort_key!r} (the index trails "
+                    f"its score item carries {carried} {stored.sort_key!r} (the index trails "
                     "the table: is the board quiet?)",
                     stored.member_id,
                 )
@@ -302,7 +305,8 @@ def _index(state: BoardState, period_scores: dict[str, StoredScore], found: Find
             found.rewrites.append(Rewrite(other, hidden=profile.hidden))
     partitions = set(keys.partitions(state.board_id, state.settings, state.period))
     for stored in period_scores.values():
-        if stored.partition in partitions and stored.sort_key is not None and stored.member_id not in shown:
+        carried = stored.partition_in(state.settings.index)
+        if carried in partitions and stored.sort_key is not None and stored.member_id not in shown:
             found.add(
                 Kind.INDEX_LAG,
                 f"the score item of {stored.member_id} carries index keys the index does not show "

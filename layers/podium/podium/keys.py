@@ -4,7 +4,8 @@ Every score item carries two index attributes:
 
 * ``rpk`` = ``{boardId}#{period}#{shard}``: the board's ranking is split across
   ``shards`` partitions; a member's shard is a hash of its id, so it is known
-  without a read.
+  without a read. (Or ``rpkB`` = ``{boardId}#{period}#B{shard}``, the same in the second
+  index, ``RankIndexB``: a board re-sharded reads one or the other, podium.layouts.)
 * ``rsk``: a string whose byte order *is* the board's listing order. It starts with
   an order-preserving encoding of the score (negated for ``desc`` boards, so that
   better always sorts first), then for ``tieBreak: earliest`` the time the score
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from podium import periods
-from podium.models import BoardSettings, Placement, ScoreState
+from podium.models import SHARD_MARK, BoardSettings, Placement, ScoreState
 from podium.numbers import EXACT
 from podium.periods import ALL_TIME
 
@@ -39,8 +40,9 @@ def shard_of(member_id: str, shards: int) -> int:
     return int.from_bytes(digest, "big") % shards
 
 
-def rank_partition_key(board_id: str, period: str, shard: int) -> str:
-    return f"{board_id}{SEPARATOR}{period}{SEPARATOR}{shard}"
+def rank_partition_key(board_id: str, period: str, shard: int, index: str = "A") -> str:
+    """A shard's partition key in one of the two ranking indexes (``models.RANK_INDEXES``)."""
+    return f"{board_id}{SEPARATOR}{period}{SEPARATOR}{SHARD_MARK[index]}{shard}"
 
 
 def encode_decimal(value: Decimal) -> str:
@@ -163,17 +165,28 @@ def placement(
     board_id: str, settings: BoardSettings, member_id: str, state: ScoreState, period: str
 ) -> Placement:
     """Where the member's score item goes in the ranking index: its shard's partition, its
-    sort key, and, on a time-windowed board, when the period's ranking expires."""
+    sort key, and, on a time-windowed board, when the period's ranking expires; while a
+    re-shard runs, its partition in the other index too (``settings.also``)."""
     expires = None
     if period != ALL_TIME:
         expires = periods.expires_at(settings.reset, period, settings.retain_periods)
+    also = None
+    if settings.also is not None:
+        also = member_partition(board_id, period, member_id, *settings.also)
     return Placement(
-        partition=rank_partition_key(board_id, period, shard_of(member_id, settings.shards)),
+        partition=member_partition(board_id, period, member_id, settings.index, settings.shards),
         sort_key=order_of(settings).sort_key(state.score, member_id, state.reached_at_us),
         expires=expires,
+        also=also,
     )
 
 
+def member_partition(board_id: str, period: str, member_id: str, index: str, shards: int) -> str:
+    """A member's partition in one index laid out on ``shards`` shards: it depends on the
+    member and the count only, never on the score."""
+    return rank_partition_key(board_id, period, shard_of(member_id, shards), index)
+
+
 def partitions(board_id: str, settings: BoardSettings, period: str) -> list[str]:
-    """The shard partitions of a board's ranking in one period."""
-    return [rank_partition_key(board_id, period, shard) for shard in range(settings.shards)]
+    """The shard partitions of a board's ranking in one period: those of the index it reads."""
+    return [rank_partition_key(board_id, period, shard, settings.index) for shard in range(settings.shards)]

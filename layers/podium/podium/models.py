@@ -9,6 +9,12 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from podium.indexes import RANK_INDEXES as RANK_INDEXES
+from podium.indexes import SHARD_MARK as SHARD_MARK
+from podium.indexes import Checkpoint as Checkpoint
+from podium.indexes import index_of_partition as index_of_partition
+from podium.indexes import other_index as other_index
+
 EMPTY_DATA_BYTES = 2  # "{}", the data of a member added without any
 ORDERS = ("desc", "asc")
 OPERATORS = ("increment", "best", "set")
@@ -35,6 +41,12 @@ class BoardSettings:
     reset: str = "never"
     retain_periods: int = 12
     rollup_to: tuple[str, ...] = ()
+    # Which of the two ranking indexes (podium.models.RANK_INDEXES) reads use, and ``shards`` is
+    # the layout of: a re-shard builds the other one and switches (podium.layouts).
+    index: str = field(default="A", compare=False)
+    # While a re-shard runs, until it cleans up: the other index and its shard count, whose
+    # key every write sets too (podium.layouts). Never stored, never compared.
+    also: tuple[str, int] | None = field(default=None, compare=False)
 
     def is_better(self, a: Decimal, b: Decimal) -> bool:
         """Is score ``a`` strictly better than ``b`` under this board's order?"""
@@ -84,6 +96,25 @@ class BoardPolicy:
 
 
 @dataclass(frozen=True)
+class Reshard:
+    """A board's move to another shard count (podium.resharding): from index ``from_index``
+    on ``from_shards`` shards to the other index on ``to_shards``. Started, then switched
+    (reads use the new index), then ended once the old index is emptied; podium.layouts
+    has its phases."""
+
+    from_shards: int
+    to_shards: int
+    started_at: datetime
+    copied: int = 0  # score items given their key in the new index so far
+    ended_at: datetime | None = None
+    from_index: str = "A"
+    switched_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"toShards": self.to_shards, "startedAt": iso(self.started_at), "copied": self.copied}
+
+
+@dataclass(frozen=True)
 class Board:
     """A board: its settings, title and when it was created."""
 
@@ -97,6 +128,7 @@ class Board:
     policy: BoardPolicy = field(default_factory=BoardPolicy)
     largest_data: int | None = EMPTY_DATA_BYTES  # bytes of its largest data (None: not kept)
     count_tree: bool = True  # its count tree is whole (False: made before trees, not built yet)
+    reshard: Reshard | None = None  # a move to another shard count, on or just ended
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -121,6 +153,8 @@ class Board:
             body["rollupTo"] = list(self.settings.rollup_to)
         if self.dropped_events:
             body["droppedEvents"] = self.dropped_events
+        if self.reshard is not None and self.reshard.switched_at is None and self.reshard.ended_at is None:
+            body["reshard"] = self.reshard.to_json()
         return body
 
 
@@ -417,6 +451,8 @@ class Placement:
     partition: str
     sort_key: str
     expires: int | None = None
+    # While a re-shard runs: the member's partition in the other index, written too.
+    also: str | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from podium.idempotency import RecordedSubmission, SubmissionKey
 from podium.models import (
     Board,
     BoardPolicy,
+    Checkpoint,
     HeadItem,
     LeaderState,
     LoggedEvent,
@@ -127,6 +128,9 @@ class MemberStore(Protocol):
 
 
 class IndexReader(Protocol):
+    """One shard partition of a ranking index at a time; the partition key names the index
+    (``podium.keys.partitions`` gives those of the board's layout)."""
+
     def keys_in_range(
         self,
         partition: str,
@@ -302,6 +306,31 @@ class AuditStore(Protocol):
     def drop_index_keys(self, entry: IndexEntry) -> bool: ...
 
 
+class ReshardStore(Protocol):
+    def start_reshard(
+        self,
+        board_id: str,
+        from_index: str,
+        from_shards: int,
+        to_shards: int,
+        started_at: datetime,
+        settled: datetime,
+    ) -> bool: ...
+    def moving_boards(self) -> list[str]: ...
+    def reshard_progress(self, board_id: str) -> tuple[Board, Checkpoint | None] | None: ...
+    def claim_reshard(self, board_id: str, owner: str, now_ms: int, until_ms: int) -> bool: ...
+    def advance_reshard(
+        self, board_id: str, owner: str, copied: int, checkpoint: Checkpoint | None
+    ) -> bool: ...
+    def switch_reshard(
+        self, board_id: str, owner: str, to_index: str, to_shards: int, switched_at: datetime
+    ) -> bool: ...
+    def end_reshard(self, board_id: str, owner: str, ended_at: datetime) -> bool: ...
+    def forget_reshard(self, board_id: str) -> None: ...
+    def set_index_key(self, board_id: str, member_id: str, period: str, partition: str) -> bool: ...
+    def remove_index_key(self, board_id: str, member_id: str, period: str, index: str) -> bool: ...
+
+
 class Repositories(Protocol):
     """Every store of the service (``podium.dal.Database``)."""
 
@@ -325,6 +354,8 @@ class Repositories(Protocol):
     def audit(self) -> AuditStore: ...
     @property
     def results(self) -> ResultStore: ...
+    @property
+    def reshards(self) -> ReshardStore: ...
 
 
 class Publisher(Protocol):

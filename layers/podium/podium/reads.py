@@ -130,6 +130,7 @@ class ReadService:
         if view.board is None:
             raise NotFound(f"board {board_id} does not exist")
         total = view.board.member_count if period == ALL_TIME else view.period_count
+        # The board item just read says which index to read (a re-shard switches it).
         return Read(view.board, period, total, view)
 
     def _count(

@@ -419,3 +419,13 @@ def score_band(params: dict[str, str]) -> tuple[Decimal | None, Decimal | None]:
         low, high = numbers.format_number(least), numbers.format_number(most)
         raise ValidationError(f"min ({low}) must not be above max ({high})")
     return least, most
+
+
+def reshard_shards(body: dict[str, Any]) -> int:
+    """The shard count a re-shard asks for: ``{"shards": N}``, 1..MAX_SHARDS."""
+    unknown = sorted(set(body) - {"shards"})
+    if unknown:
+        raise ValidationError(f"unknown field {unknown[0]}: a re-shard takes only shards")
+    if "shards" not in body:
+        raise ValidationError(f"shards is required: an integer from 1 to {MAX_SHARDS}")
+    return _integer(body["shards"], "shards", 1, MAX_SHARDS)

@@ -8,12 +8,14 @@ environment)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from podium.boards import BoardService, Clock, system_clock
 from podium.config import settings
-from podium.dal import Database  # boto3 with it: in Lambda's init phase, not the first request
+from podium.dal import Database
+from podium.layouts import Timing  # boto3 with it: in Lambda's init phase, not the first request
 
 if TYPE_CHECKING:
     from podium.bands import ScoreBands
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from podium.members import MemberService
     from podium.ports import Publisher, Repositories
     from podium.reads import ReadService
+    from podium.resharding import ReshardService
     from podium.social import SocialService
     from podium.stream.aggregate import Aggregator
     from podium.stream.fold import Folder
@@ -38,7 +41,11 @@ class Services:
 
     @cached_property
     def boards(self) -> BoardService:
-        return BoardService(self.db.boards, self.clock)
+        config = settings()
+        timing = Timing(
+            timedelta(seconds=config.layout_cache_seconds), timedelta(seconds=config.reshard_margin_seconds)
+        )
+        return BoardService(self.db.boards, self.clock, timing)
 
     @cached_property
     def members(self) -> MemberService:
@@ -57,6 +64,12 @@ class Services:
         from podium.bands import ScoreBands
 
         return ScoreBands(self.reads)
+
+    @cached_property
+    def resharding(self) -> ReshardService:
+        from podium.resharding import ReshardService
+
+        return ReshardService(self.boards, self.db.reshards, self.db.index)
 
     @cached_property
     def social(self) -> SocialService:

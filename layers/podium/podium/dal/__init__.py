@@ -15,6 +15,7 @@ from podium.dal.client import Tables
 from podium.dal.eventlog import EventLog
 from podium.dal.index import RankIndex
 from podium.dal.members import Members
+from podium.dal.reshards import Reshards
 from podium.dal.results import Results
 from podium.dal.snapshots import Snapshots
 from podium.dal.social import Social
@@ -40,6 +41,7 @@ class Database:
     audit: Audit
     tree: CountTree
     results: Results
+    reshards: Reshards
 
     @classmethod
     def connect(cls, settings: Settings, client: DynamoDBClient | None = None) -> Database:
@@ -56,4 +58,5 @@ class Database:
             audit=Audit(tables),
             tree=CountTree(tables),
             results=Results(tables),
+            reshards=Reshards(tables),
         )

@@ -32,6 +32,7 @@ SCAN_ATTRIBUTES = {
     "#ht": "ht",
     "#rt": "rt",  # a repair writes the item again: with what it remembers of its rollups
     "#rpk": "rpk",
+    "#rpkB": "rpkB",
     "#rsk": "rsk",
     "#hidden": "hidden",
     "#gone": schema.TOMBSTONE,
@@ -52,8 +53,13 @@ class StoredScore:
     member_id: str
     period: str
     state: ScoreState
-    partition: str | None
+    partition: str | None  # in index A (``rpk``)
     sort_key: str | None
+    partition_b: str | None = None  # in index B (``rpkB``)
+
+    def partition_in(self, index: str) -> str | None:
+        """Its partition key in one ranking index."""
+        return self.partition if index == "A" else self.partition_b
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class Audit:
                         codecs.score_from_item(item),
                         item["rpk"]["S"] if "rpk" in item else None,
                         item["rsk"]["S"] if "rsk" in item else None,
+                        item["rpkB"]["S"] if "rpkB" in item else None,
                     )
                 )
         scores.sort(key=lambda s: (s.period, s.member_id))
@@ -131,14 +138,15 @@ class Audit:
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def index_entries(self, partition: str) -> list[IndexEntry]:
-        """Every entry of one shard partition of the ranking index, in key order."""
+        """Every entry of one shard partition of a ranking index, in key order."""
+        index, attribute = self.tables.index_for(partition)
         request: dict[str, Any] = {
-            "IndexName": self.tables.rank_index,
-            "KeyConditionExpression": "rpk = :p",
+            "IndexName": index,
+            "KeyConditionExpression": f"{attribute} = :p",
             "ExpressionAttributeValues": {":p": {"S": partition}},
         }
         return [
-            IndexEntry(item["pk"]["S"], item["sk"]["S"], item["rpk"]["S"], item["rsk"]["S"])
+            IndexEntry(item["pk"]["S"], item["sk"]["S"], item[attribute]["S"], item["rsk"]["S"])
             for item in self.tables.query_items(request)
         ]
 
@@ -203,9 +211,10 @@ class Audit:
     def drop_index_keys(self, entry: IndexEntry) -> bool:
         """Take an item that is no ranked member of the board out of the index (its keys
         removed, the rest kept), if it still carries the keys read."""
+        _, attribute = self.tables.index_for(entry.partition)
         return self.tables.update(
             schema.key(entry.pk, entry.sk),
-            "REMOVE rpk, rsk",
-            ConditionExpression="rpk = :p AND rsk = :k",
+            "REMOVE rpk, rpkB, rsk",
+            ConditionExpression=f"{attribute} = :p AND rsk = :k",
             ExpressionAttributeValues={":p": {"S": entry.partition}, ":k": {"S": entry.sort_key}},
         )

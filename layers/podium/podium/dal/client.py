@@ -26,6 +26,7 @@ from podium.errors import (
     VersionConflict,
     WriteUnconfirmed,
 )
+from podium.models import index_of_partition
 
 __all__ = ["AlreadyApplied", "ItemMissing", "VersionConflict"]
 
@@ -210,6 +211,12 @@ class Tables:
     @property
     def rank_index(self) -> str:
         return self.settings.rank_index_name
+
+    def index_for(self, partition: str) -> tuple[str, str]:
+        """The ranking index a partition key belongs to, and its key attribute."""
+        index = index_of_partition(partition)
+        name = self.settings.rank_index_name if index == "A" else self.settings.rank_index_b_name
+        return name, schema.INDEX_KEY[index]
 
     # -- single requests --------------------------------------------------------------
 

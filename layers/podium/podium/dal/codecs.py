@@ -22,10 +22,12 @@ from podium.models import (
     LoggedEvent,
     Notification,
     RankedEntry,
+    Reshard,
     Rivals,
     ScoreState,
     Snapshot,
     decode_history,
+    index_of_partition,
 )
 
 # -- boards and members -------------------------------------------------------------------
@@ -96,6 +98,7 @@ def board_from_item(board_id: str, item: Item) -> Board:
         reset=values.get("reset", "never"),
         retain_periods=int(values.get("retainPeriods", 12)),
         rollup_to=tuple(values.get("rollupTo", [])),
+        index=values.get("rankIndex", "A"),  # "B" once a re-shard has switched to it
     )
     return Board(
         board_id=board_id,
@@ -107,10 +110,29 @@ def board_from_item(board_id: str, item: Item) -> Board:
         policy=policy_from_values(values),
         largest_data=int(values["largestData"]) if "largestData" in values else None,
         count_tree=bool(values.get("countTree", False)),
+        reshard=reshard_from_values(values),
     )
 
 
-def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: int | None) -> Item:
+def reshard_from_values(values: dict[str, Any]) -> Reshard | None:
+    """The board's move to another shard count (``reshard*`` attributes), on or ended."""
+    if "reshardFrom" not in values:
+        return None
+    ended = values.get("reshardEndedAt")
+    return Reshard(
+        from_shards=int(values["reshardFrom"]),
+        to_shards=int(values["reshardTo"]),
+        started_at=parse_timestamp(values["reshardStartedAt"]),
+        copied=int(values.get("reshardCopied", 0)),
+        ended_at=parse_timestamp(ended) if ended else None,
+        from_index=values.get("reshardFromIndex", "A"),
+        switched_at=parse_timestamp(switched) if (switched := values.get("reshardSwitchedAt")) else None,
+    )
+
+
+def score_attributes(
+    state: ScoreState, partition: str, sort_key: str, expires: int | None, also: str | None = None
+) -> Item:
     attributes: Item = {
         "s": serializer.serialize(state.score),
         "v": {"N": str(state.version)},
@@ -121,7 +143,10 @@ def score_attributes(state: ScoreState, partition: str, sort_key: str, expires: 
         # follows them see the member leave, and see nothing of its later changes.
         attributes["hd"] = {"BOOL": True}
     else:
-        attributes["rpk"] = {"S": partition}
+        # Its key in the index the board reads, and while a re-shard runs in the other too.
+        for key in (partition, also):
+            if key is not None:
+                attributes[schema.INDEX_KEY[index_of_partition(key)]] = {"S": key}
         attributes["rsk"] = {"S": sort_key}
     if state.shown_at_us:
         attributes["ht"] = {"N": str(state.shown_at_us)}

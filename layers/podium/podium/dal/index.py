@@ -1,6 +1,8 @@
-"""The ranking index (``RankIndex``, KEYS_ONLY): shard partitions ``rpk`` of sort keys
-``rsk`` whose byte order is the listing order. Reads only: the score items write it. Range
-bounds are inclusive; the domain turns its open bounds into them (``podium.keys.just_below``)."""
+"""The ranking indexes (``RankIndex`` on ``rpk``, ``RankIndexB`` on ``rpkB``; KEYS_ONLY):
+shard partitions of sort keys ``rsk`` whose byte order is the listing order. Which index a
+query reads follows from its partition key, which the board's layout gives
+(``podium.keys.partitions``). Reads only: the score items write it. Range bounds are
+inclusive; the domain turns its open bounds into them (``podium.keys.just_below``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ class RankIndex:
         self.tables = tables
 
     def _request(self, partition: str, lo: str | None, hi: str | None) -> dict[str, Any]:
-        condition = "rpk = :p"
+        index, attribute = self.tables.index_for(partition)
+        condition = f"{attribute} = :p"
         values: dict[str, Any] = {":p": {"S": partition}}
         if lo and hi is not None:
             condition += " AND rsk BETWEEN :lo AND :hi"
@@ -27,7 +30,7 @@ class RankIndex:
             values[":hi"] = {"S": hi}
         return {
             "TableName": self.tables.table,
-            "IndexName": self.tables.rank_index,
+            "IndexName": index,
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
         }

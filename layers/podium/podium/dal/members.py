@@ -470,7 +470,7 @@ class Members:
         self, board_id: str, member_id: str, period: str, state: ScoreState, placement: Placement
     ) -> Item:
         attributes = codecs.score_attributes(
-            state, placement.partition, placement.sort_key, placement.expires
+            state, placement.partition, placement.sort_key, placement.expires, placement.also
         )
         return {**schema.score_key(board_id, member_id, period), **attributes}
 

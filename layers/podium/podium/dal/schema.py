@@ -30,6 +30,12 @@ CATALOG = "CATALOG"
 ANNOUNCED_THROUGH = "announcedThrough"
 NOTHING_ANNOUNCED = "-"
 
+RESHARDS = "RESHARDS"  # one item per board whose re-shard is on: RESHARDS / boardId
+
+# The attribute that keys a score item in each ranking index (podium.models.RANK_INDEXES); both
+# indexes share the sort key ``rsk``.
+INDEX_KEY = {"A": "rpk", "B": "rpkB"}
+
 # Sort keys and their prefixes.
 BOARD_ITEM = "BOARD"
 PROFILE = "MEMBER"
@@ -84,6 +90,10 @@ def board_key(board_id: str) -> Key:
 
 def catalog_key(board_id: str) -> Key:
     return key(CATALOG, board_id)
+
+
+def reshard_key(board_id: str) -> Key:
+    return key(RESHARDS, board_id)
 
 
 def period_count_key(board_id: str, period: str) -> Key:

@@ -23,7 +23,8 @@ from datetime import datetime
 from podium.models import BoardSettings
 from podium.ports import Repositories
 from podium.stream.counts import apply_count, apply_counts
-from podium.stream.records import Record, score_record
+from podium.stream.placements import fix_placements
+from podium.stream.records import Record, index_keys_only, score_record
 from podium.stream.rollups import roll_up
 from podium.stream.upkeep import RankUpkeep
 
@@ -66,7 +67,10 @@ class Aggregator:
         """Per batch from the stream: the heads, the counts (one transaction per count and
         99 records) and the count trees (the leaves per record, the reports per batch);
         the eventIDs of the records any of them failed on."""
-        changes = [change for change in map(score_record, records) if change is not None]
+        fix_placements(records, self.db.reshards, self.settings_of)  # a re-shard's late writes
+        # A re-shard's own updates (an item keyed in the other index) change no ranking.
+        ranked = [record for record in records if not index_keys_only(record)]
+        changes = [change for change in map(score_record, ranked) if change is not None]
         failed = self.upkeep.keep_heads(changes)
-        failed |= apply_counts(self.db.boards, self.settings_of, records)
+        failed |= apply_counts(self.db.boards, self.settings_of, ranked)
         return failed | self.upkeep.keep_trees(changes)

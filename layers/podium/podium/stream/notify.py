@@ -54,6 +54,7 @@ from podium.stream.records import (
     ScoreRecord,
     derived_id,
     fanout_job,
+    index_keys_only,
     member_removal,
     score_record,
 )
@@ -101,7 +102,7 @@ class Notifier:
             self.continue_job(job)
             return
         record = score_record(raw)
-        if record is None:
+        if record is None or index_keys_only(raw):  # a re-shard's update: no ranking changed
             return
         settings = self.settings_of(record.board_id)
         # A hidden member overtaking someone tells no one.

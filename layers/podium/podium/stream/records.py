@@ -101,6 +101,20 @@ def score_record(record: Record) -> ScoreRecord | None:
     )
 
 
+def index_keys_only(record: Record) -> bool:
+    """Does the record change nothing but the item's ranking index keys (a re-shard keying
+    it in the other index, or out of the old one)? Its ranking, version and count are as
+    they were: the head, the counts and the count tree have nothing to do."""
+    stream = record.get("dynamodb", {})
+    old, new = stream.get("OldImage"), stream.get("NewImage")
+    if record.get("eventName") != "MODIFY" or old is None or new is None:
+        return False
+    index_keys = set(schema.INDEX_KEY.values())
+    return {k: v for k, v in old.items() if k not in index_keys} == {
+        k: v for k, v in new.items() if k not in index_keys
+    }
+
+
 def _version(new_image: Record | None, old_image: Record | None) -> tuple[int, int]:
     image, after = (new_image, 0) if new_image else (old_image, 1)
     created, version = _number(image, "ci"), _number(image, "v")

@@ -1,0 +1,24 @@
+"""Scheduled (EventBridge, every minute): carry every board's re-shard a step further, for
+up to RESHARD_BUDGET_SECONDS, from the checkpoint its board keeps. Runs that overlap share
+the work by a lease, and a killed run is resumed by the next."""
+
+from datetime import timedelta
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from podium.config import settings
+from podium.log import logger, metrics
+from podium.wiring import services
+
+
+def run_reshards(event: dict[str, Any], context: Any) -> dict[str, int]:
+    budget = timedelta(seconds=settings().reshard_budget_seconds)
+    report = services().resharding.run_reshards(budget)
+    metrics.add_metric(name="ReshardItemsCopied", unit=MetricUnit.Count, value=report.copied)
+    return {"boards": report.boards, "copied": report.copied, "ended": report.ended}
+
+
+lambda_handler = logger.inject_lambda_context(
+    metrics.log_metrics(run_reshards, capture_cold_start_metric=True), clear_state=True
+)
