@@ -51,11 +51,12 @@ def _snapshots(spec: template.Template) -> Schedule:
     return found
 
 
-def test_the_template_schedules_the_snapshots_and_the_period_results() -> None:
+def test_the_template_schedules_the_snapshots_the_period_results_and_the_reshard_worker() -> None:
     by_function = {s.function: s.expression for s in template.read("unit-").schedules()}
     assert by_function == {
         "TakeSnapshotsFunction": "rate(5 minutes)",
         "PeriodResultsFunction": "rate(1 minute)",
+        "ReshardWorkerFunction": "rate(1 minute)",
     }
 
 
