@@ -259,6 +259,20 @@ def stack_url(stack: LocalStack) -> str:
 
 
 @pytest.fixture
+def set_clock(stack_url: str) -> Iterator[Callable[[str | None], None]]:
+    """Moves the clock of the stack at ``stack_url`` (``PUT /_devstack/clock``: an ISO time,
+    or None for the real time again); the real time comes back after the test."""
+    import requests
+
+    def move(now: str | None) -> None:
+        response = requests.put(f"{stack_url}/_devstack/clock", json={"now": now}, timeout=30)
+        assert response.status_code == 200, response.text
+
+    yield move
+    move(None)
+
+
+@pytest.fixture
 def notification_tap(stack: LocalStack) -> Iterator[TopicTap]:
     """A fresh SQS queue subscribed to the stack's NotificationTopic (raw delivery):
     ``tap.wait_for(lambda m: m.body["memberId"] == ...)``, ``m.attributes["type"]``."""

@@ -4,7 +4,6 @@ under load, fresh reads, period boundaries with an injected clock, expiry."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
@@ -117,16 +116,6 @@ def test_only_increment_boards_take_events_and_requests_are_checked_whole(stack_
 
 
 # -- time-windowed boards, with the stack's clock moved over HTTP --------------------------------
-
-
-@pytest.fixture
-def set_clock(stack_url: str) -> Iterator[Any]:
-    def move(now: str | None) -> None:
-        response = requests.put(f"{stack_url}/_devstack/clock", json={"now": now}, timeout=TIMEOUT)
-        assert response.status_code == 200, response.text
-
-    yield move
-    move(None)
 
 
 def _members(podium: PodiumClient, board: str, period: str | None = None) -> list[str]:

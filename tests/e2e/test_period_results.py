@@ -56,16 +56,6 @@ def tap(local: LocalStack) -> Iterator[TopicTap]:
         reader.close()
 
 
-@pytest.fixture
-def set_clock(stack_url: str) -> Iterator[Any]:
-    def move(now: str | None) -> None:
-        response = requests.put(f"{stack_url}/_devstack/clock", json={"now": now}, timeout=TIMEOUT)
-        assert response.status_code == 200, response.text
-
-    yield move
-    move(None)
-
-
 def _of(board: str, kind: str) -> Any:
     return lambda m: m.attributes.get("boardId") == board and m.attributes.get("type") == kind
 

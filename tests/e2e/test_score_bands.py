@@ -6,7 +6,6 @@ another band or route), 404, who may read it, and a period of a daily board."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -146,16 +145,6 @@ def test_a_bad_request_is_400_naming_what_was_wrong(stack_url: str) -> None:
     response = get(f"{stack_url}/boards/{unique_id('none')}/scores")
     assert response.status_code == 404
     assert response.json()["code"] == "NotFound"
-
-
-@pytest.fixture
-def set_clock(stack_url: str) -> Iterator[Any]:
-    def move(now: str | None) -> None:
-        response = requests.put(f"{stack_url}/_devstack/clock", json={"now": now}, timeout=TIMEOUT)
-        assert response.status_code == 200, response.text
-
-    yield move
-    move(None)
 
 
 def test_a_band_of_a_period(stack_url: str, set_clock: Any) -> None:

@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from podium import cursors, fanout, numbers
-from podium.errors import ValidationError
 from podium.fanout import together
 from podium.indexreads import read_keys
-from podium.keys import RankOrder, just_above, just_below
+from podium.keys import RankOrder, just_below
 from podium.models import Page
 from podium.ports import IndexReader
 from podium.ranking import PageRequest, gather_top
-from podium.reads import SORT_KEY, Before, Read, ReadService
+from podium.reads import SORT_KEY, Before, Read, ReadService, cursor_bounds
 
 
 @dataclass(frozen=True)
@@ -106,13 +105,6 @@ class ScoreBands:
     def _before_cursor(self, read: Read, after: str) -> Before:
         """What precedes a page after ``after``, counted as a page of ``top`` counts it: the
         entries up to the cursor's key, and those strictly better than its score."""
-        order = read.order
-        try:
-            cursor_score, _ = order.parse(after)
-        except (ValueError, IndexError) as error:
-            raise ValidationError(cursors.INVALID) from error
-        bounds = [just_above(after)]
-        if not order.earliest:
-            bounds.insert(0, order.score_bound(cursor_score))
+        cursor_score, bounds = cursor_bounds(read.order, after)
         counts = self.reads._count(read, bounds).counts
         return Before(position=counts[-1], rank=counts[0], score=cursor_score)

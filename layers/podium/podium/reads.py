@@ -190,14 +190,7 @@ class ReadService:
         # The page's place in the listing is counted now, alongside the page's own read:
         # the entries before the cursor (and, for shared ranks, those strictly better than
         # its score) as the board stands, not as it stood when the cursor was made.
-        order = read.order
-        try:
-            cursor_score, _ = order.parse(after)
-        except (ValueError, IndexError) as error:
-            raise ValidationError(cursors.INVALID) from error
-        bounds = [just_above(after)]
-        if not order.earliest:
-            bounds.insert(0, order.score_bound(cursor_score))
+        cursor_score, bounds = cursor_bounds(read.order, after)
         # The count runs beside the page's read: it may spend what the page's read may not.
         shards = len(read.partitions)
         entry = cost.entry_bytes(read.board.board_id, read.period, read.partitions[0], [after])
@@ -377,3 +370,17 @@ class ReadService:
             RankedEntry(rank=count + 1, member_id=entry.member_id, score=entry.score)
             for entry, count in zip(entries, better, strict=True)
         ]
+
+
+def cursor_bounds(order: RankOrder, after: str) -> tuple[Decimal, list[str]]:
+    """What a page after the cursor key ``after`` counts to know its place: the score at the
+    cursor, and the bounds to count below: the entries strictly better than that score (for
+    shared ranks: the page's first rank) and every entry up to the cursor (its position)."""
+    try:
+        cursor_score, _ = order.parse(after)
+    except (ValueError, IndexError) as error:
+        raise ValidationError(cursors.INVALID) from error
+    bounds = [just_above(after)]
+    if not order.earliest:
+        bounds.insert(0, order.score_bound(cursor_score))
+    return cursor_score, bounds
