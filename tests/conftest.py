@@ -61,7 +61,15 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 # with them on the e2e worker, the other worker finished minutes earlier and waited.
 # Collection checks that none of them asks for a shared stack (pytest_collection_modifyitems).
 OWN_STACK_MODULES = frozenset(
-    f"tests/e2e/{name}.py" for name in ("test_crash", "test_faults", "test_redrive", "test_snapshots")
+    f"tests/e2e/{name}.py"
+    for name in (
+        "test_crash",
+        "test_faults",
+        "test_period_results",
+        "test_redrive",
+        "test_resharding",
+        "test_snapshots",
+    )
 )
 SHARED_STACK_FIXTURES = frozenset({"stack", "auth_stack"})
 
