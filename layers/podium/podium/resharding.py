@@ -20,10 +20,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from podium import fanout, layouts, periods
 from podium.boards import BoardService
-from podium.errors import Conflict, NotFound
+from podium.errors import Conflict, NotFound, Throttled, WriteUnconfirmed
 from podium.keys import just_above, member_of_key, member_partition, rank_partition_key
 from podium.models import Board, BoardSettings, Checkpoint, Reshard, other_index
 from podium.periods import ALL_TIME
@@ -209,7 +210,10 @@ class _Walk:
     def clean_page(self, period: str, page: list[str]) -> int:
         """Take every item of the page out of the old index, in parallel."""
         board_id, index = self.board.board_id, self.reshard.from_index
-        fanout.gather(lambda k: self.store.remove_index_key(board_id, member_of_key(k), period, index), page)
+        fanout.gather(
+            lambda k: _again(lambda: self.store.remove_index_key(board_id, member_of_key(k), period, index)),
+            page,
+        )
         return 0
 
     def _key_in_new_index(self, period: str, members: list[str]) -> int:
@@ -217,7 +221,7 @@ class _Walk:
 
         def set_key(member_id: str) -> bool:
             partition = member_partition(board_id, period, member_id, self.new_index, count)
-            return self.store.set_index_key(board_id, member_id, period, partition)
+            return _again(lambda: self.store.set_index_key(board_id, member_id, period, partition))
 
         return sum(fanout.gather(set_key, members))
 
@@ -246,3 +250,19 @@ class _Walk:
 
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
+
+
+T = TypeVar("T")
+KEY_ATTEMPTS = 6
+
+
+def _again(write: Callable[[], T]) -> T:
+    """One key's write, tried again on a throttle or an unconfirmed answer: setting or
+    removing an index key is idempotent, so a page is not given up (and the run with it,
+    its checkpoint unmoved) for one refused write among its 200."""
+    for attempt in range(KEY_ATTEMPTS - 1):
+        try:
+            return write()
+        except (Throttled, WriteUnconfirmed):
+            time.sleep(min(2.0, 0.05 * 2**attempt))
+    return write()
