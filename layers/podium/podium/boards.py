@@ -57,7 +57,7 @@ class BoardService:
             policy = request.policy(BoardPolicy())
             board = Board(board_id, request.settings, request.title, self.clock(), policy=policy)
             if self.boards.create_board(board, ALL_TIME):
-                return self._current(board), True
+                return self.as_shown(board), True
             existing = self.boards.get_board(board_id, consistent=True)
             assert existing is not None
         differing = request.settings.differences(existing.settings)
@@ -71,19 +71,19 @@ class BoardService:
         if title != existing.title or policy != existing.policy:
             self.boards.update_board(board_id, request.title, policy)
             existing = replace(existing, title=title, policy=policy)
-        return self._current(existing), False
+        return self.as_shown(existing), False
 
     def get_board(self, board_id: str) -> Board:
         board = self.boards.get_board(board_id)
         if board is None:
             raise NotFound(f"board {board_id} does not exist")
-        return self._current(board)
+        return self.as_shown(board)
 
     def list_boards(self, limit: int, cursor: str | None) -> BoardList:
         after = cursors.decode(cursor, CATALOG_SCOPE, BOARD_ID) if cursor is not None else None
         boards, last = self.boards.list_boards(limit, after)
         return BoardList(
-            boards=[self._current(board) for board in boards],
+            boards=[self.as_shown(board) for board in boards],
             next_cursor=cursors.encode(CATALOG_SCOPE, last) if last is not None else None,
         )
 
@@ -118,10 +118,6 @@ class BoardService:
         return periods.resolve(settings.reset, requested, self.clock(), settings.retain_periods)
 
     def as_shown(self, board: Board) -> Board:
-        """The board as the API shows it now."""
-        return self._current(board)
-
-    def _current(self, board: Board) -> Board:
         """The board as the API shows it now: a time-windowed board with its current period."""
         if board.settings.reset == "never":
             return board
