@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
-from bench.measure import Recorder, Sample, create_tables, dynamodb_endpoint
+from bench.measure import Recorder, Sample, metered_database
 from devstack.stack import use_local_credentials
 from podium import keys
 from podium.dal import Database, codecs, schema
@@ -104,19 +104,7 @@ def main() -> None:
     args = parser.parse_args()
     use_local_credentials()
 
-    import boto3
-    from botocore.config import Config
-
-    with dynamodb_endpoint() as endpoint:
-        client = boto3.client(
-            "dynamodb",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            config=Config(max_pool_connections=128),
-        )
-        recorder = Recorder()
-        recorder.attach(client)
-        db = Database.connect(create_tables(client, f"fanout{uuid.uuid4().hex[:6]}-"), client=client)
+    with metered_database(f"fanout{uuid.uuid4().hex[:6]}-") as (db, recorder):
         started = time.perf_counter()
         seed(db, args.followers)
         print(f"seeded {args.followers:,} followers in {time.perf_counter() - started:.0f} s\n")

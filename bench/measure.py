@@ -268,3 +268,24 @@ def dynamodb_endpoint() -> Iterator[str]:
         yield server.endpoint
     finally:
         server.stop()
+
+
+@contextmanager
+def metered_database(prefix: str) -> Iterator[tuple[Any, Recorder]]:
+    """A ``podium.dal.Database`` on fresh tables named ``{prefix}...`` of the DynamoDB a
+    bench measures (``dynamodb_endpoint``), and the ``Recorder`` that sees its every request."""
+    import boto3
+    from botocore.config import Config
+
+    from podium.dal import Database
+
+    with dynamodb_endpoint() as endpoint:
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            config=Config(max_pool_connections=128),
+        )
+        recorder = Recorder()
+        recorder.attach(client)
+        yield Database.connect(create_tables(client, prefix), client=client), recorder

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from bench.measure import Recorder, Sample, create_tables, dynamodb_endpoint
+from bench.measure import Sample, metered_database
 from devstack.stack import use_local_credentials
 from podium import keys, results
 from podium.dal import Database, codecs, schema
@@ -91,19 +91,7 @@ def main() -> None:
     announce_top = args.members if args.announce_top is None else args.announce_top
     use_local_credentials()
 
-    import boto3
-    from botocore.config import Config
-
-    with dynamodb_endpoint() as endpoint:
-        client = boto3.client(
-            "dynamodb",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            config=Config(max_pool_connections=128),
-        )
-        recorder = Recorder()
-        recorder.attach(client)
-        db = Database.connect(create_tables(client, f"periods{uuid.uuid4().hex[:6]}-"), client=client)
+    with metered_database(f"periods{uuid.uuid4().hex[:6]}-") as (db, recorder):
         clock = {"now": IN_THE_WEEK}
         service = Services(db, clock=lambda: clock["now"])
         board = "weekly-cup"
