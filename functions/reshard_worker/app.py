@@ -1,6 +1,7 @@
 """Scheduled (EventBridge, every minute): carry every board's re-shard a step further, for
 up to RESHARD_BUDGET_SECONDS, from the checkpoint its board keeps. Runs that overlap share
-the work by a lease, and a killed run is resumed by the next."""
+the work by a lease, and a killed run is resumed by the next. A board whose step fails is
+logged and the others go on; the run then fails (ReshardsFailed) so that it shows."""
 
 from datetime import timedelta
 from typing import Any
@@ -9,12 +10,18 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from podium.config import settings
 from podium.log import logger, metrics
+from podium.resharding import ReshardsFailed
 from podium.wiring import services
 
 
-def run_reshards(event: dict[str, Any], context: Any) -> dict[str, int]:
+def run_reshards(event: dict[str, Any], context: Any) -> dict[str, Any]:
     budget = timedelta(seconds=settings().reshard_budget_seconds)
-    report = services().resharding.run_reshards(budget)
+    try:
+        report = services().resharding.run_reshards(budget)
+    except ReshardsFailed as failed:
+        metrics.add_metric(name="ReshardItemsCopied", unit=MetricUnit.Count, value=failed.report.copied)
+        metrics.add_metric(name="ReshardsFailed", unit=MetricUnit.Count, value=len(failed.report.failed))
+        raise
     metrics.add_metric(name="ReshardItemsCopied", unit=MetricUnit.Count, value=report.copied)
     return {"boards": report.boards, "copied": report.copied, "ended": report.ended}
 

@@ -15,7 +15,7 @@ import pytest
 from podium import keys, resharding
 from podium.boards import BoardService
 from podium.dal import Database, schema
-from podium.errors import Conflict
+from podium.errors import Conflict, Throttled, WriteUnconfirmed
 from podium.layouts import Timing
 from podium.members import MemberService
 from podium.periods import ALL_TIME
@@ -31,7 +31,7 @@ TO_COPY = TIMING.wait  # after the start: every writer sets both keys
 TO_CLEAN = TIMING.wait + TIMING.margin  # after the switch: no writer or reader uses the old index
 
 
-class Crash(Exception):
+class Crash(BaseException):  # a kill: no handler of the worker's runs
     """A worker killed midway."""
 
 
@@ -231,3 +231,76 @@ def test_a_stale_writers_item_gets_its_new_key_from_the_stream_and_loses_its_old
     assert fix_placements(late, store.reshards, consumer.settings) == 2
     assert index_keys(store, board, [member]) == in_b(board, [member], 5)
     assert listing(service, board) == sorted_model({**scores, member: Decimal(779)})
+
+
+class Refusing:
+    """The re-shard store of a database that refuses key writes, as DynamoDB Local does
+    under load ("too long waiting for a lock": a 500, after which a write is unconfirmed)
+    or a throttled table does: each key of a board of ``refusals`` that many times (none
+    applied); and the moves of ``broken`` boards cannot even be read."""
+
+    def __init__(self, store: Database, refusals: dict[str, int], broken: set[str]) -> None:
+        self.store, self.refusals, self.broken = store.reshards, refusals, broken
+        self.tries: dict[tuple[str, str], int] = {}
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def _refuse(self, board_id: str, member_id: str) -> None:
+        tried = self.tries.get((board_id, member_id), 0)
+        self.tries[(board_id, member_id)] = tried + 1
+        if tried < self.refusals.get(board_id, 0):
+            raise Throttled("throttled") if tried % 2 else WriteUnconfirmed("a 500: waiting for a lock")
+
+    def set_index_key(self, board_id: str, member_id: str, period: str, partition: str) -> bool:
+        self._refuse(board_id, member_id)
+        return self.store.set_index_key(board_id, member_id, period, partition)
+
+    def remove_index_key(self, board_id: str, member_id: str, period: str, index: str) -> bool:
+        self._refuse(board_id, member_id)
+        return self.store.remove_index_key(board_id, member_id, period, index)
+
+    def reshard_progress(self, board_id: str) -> object:
+        if board_id in self.broken:
+            raise RuntimeError(f"the board item of {board_id} cannot be read")
+        return self.store.reshard_progress(board_id)
+
+
+def test_refused_key_writes_are_tried_again_and_one_board_s_failure_does_not_stop_the_others(
+    store: Database,
+) -> None:
+    # Given three boards moving at once: one whose key writes are each refused 3 times,
+    # one whose key writes are refused for as long as the run lasts, and one that fails
+    clock = TickingClock()
+    service = services(store, clock)
+    boards = dict(board_of(service, 2, members, seed) for members, seed in ((60, 4), (30, 5), (30, 6)))
+    patient, stuck, broken = boards
+    scores = boards[patient]
+    for board in boards:
+        service.resharding.start(board, 5)
+    clock.moment += TO_COPY
+    refusing = Refusing(store, {patient: 3, stuck: 10**9}, {broken})
+    worker = ReshardService(service.boards, refusing, store.index)  # type: ignore[arg-type]
+
+    # When a worker runs (6 seconds: a share of 2 or more each)
+    with pytest.raises(resharding.ReshardsFailed) as failed:
+        worker.run_reshards(timedelta(seconds=6))
+
+    # Then the patient board is copied whole, each key written once it went through; the
+    # stuck one gave up in time with its checkpoint unmoved; the broken one is named
+    assert failed.value.report.failed == (broken,)
+    assert failed.value.report.copied == len(scores)
+    assert {refusing.tries[(patient, m)] for m in scores} == {4}
+    assert index_size(store, patient, "B", 5) == len(scores)
+    assert index_size(store, stuck, "B", 5) == 0
+    assert service.boards.get_board(stuck).to_json()["reshard"]["copied"] == 0
+
+    # When the database takes writes again and the board can be read: every move ends
+    refusing.refusals.clear()
+    refusing.broken.clear()
+    worker.run_reshards(timedelta(minutes=1))
+    clock.moment += TO_CLEAN
+    assert worker.run_reshards(timedelta(minutes=1)).ended == 3
+    for board, members in boards.items():
+        assert index_keys(store, board, sorted(members)) == in_b(board, sorted(members), 5)
+        assert listing(service, board) == sorted_model(members)

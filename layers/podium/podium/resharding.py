@@ -26,12 +26,16 @@ from podium import fanout, layouts, periods
 from podium.boards import BoardService
 from podium.errors import Conflict, NotFound, Throttled, WriteUnconfirmed
 from podium.keys import just_above, member_of_key, member_partition, rank_partition_key
+from podium.log import logger
 from podium.models import Board, BoardSettings, Checkpoint, Reshard, other_index
 from podium.periods import ALL_TIME
 from podium.ports import IndexReader, ReshardStore
 
+T = TypeVar("T")
+
 PAGE = 200  # index keys read at once; their updates are recorded together
 LEASE_MARGIN = timedelta(seconds=30)  # a run's lease outlives its budget by this much
+MOST_BACKOFF = 2.0  # seconds between two tries of one key's write, at most
 MOST_PERIODS = 1000  # periods a walk covers at most (retainPeriods is at most a few hundred)
 
 
@@ -72,6 +76,20 @@ class RunReport:
     boards: int = 0  # boards it worked on
     copied: int = 0  # score items it keyed in a new index
     ended: int = 0  # moves it ended
+    failed: tuple[str, ...] = ()  # boards whose step failed (the others went on)
+
+
+class ReshardsFailed(Exception):
+    """Some boards' moves failed a step; the others went on. Raised at the end of the run
+    so that the failure shows (the next run goes on from the checkpoints anyway)."""
+
+    def __init__(self, report: RunReport) -> None:
+        super().__init__(f"re-sharding failed for {len(report.failed)} board(s): {', '.join(report.failed)}")
+        self.report = report
+
+
+class _TimeUp(Exception):
+    """A key write still refused when the run's time for the board ran out."""
 
 
 class ReshardService:
@@ -116,15 +134,32 @@ class ReshardService:
 
     def run_reshards(self, budget: timedelta, owner: str | None = None) -> RunReport:
         """Carry every move on within ``budget``: one board after another, each from its
-        checkpoint, as far as the time allows."""
+        checkpoint, each given an equal share of the time left (so one big move does not
+        starve the others). A board whose step fails is logged and left for the next run;
+        the others go on, and ReshardsFailed is raised at the end."""
         owner = owner or uuid.uuid4().hex
         deadline = self.monotonic() + budget.total_seconds()
         report = RunReport()
-        for board_id in self.store.moving_boards():
-            if self.monotonic() >= deadline:
+        moving = self.store.moving_boards()
+        for number, board_id in enumerate(moving):
+            now = self.monotonic()
+            if now >= deadline:
                 break
-            copied, ended = self.continue_move(board_id, owner, deadline, budget)
-            report = RunReport(report.boards + 1, report.copied + copied, report.ended + int(ended))
+            share = now + (deadline - now) / (len(moving) - number)
+            try:
+                copied, ended = self.continue_move(board_id, owner, share, budget)
+            except Exception as error:  # one board's failure must not stop the others
+                logger.error("re-sharding failed", extra={"boardId": board_id}, exc_info=error)
+                report = replace(report, boards=report.boards + 1, failed=(*report.failed, board_id))
+                continue
+            report = replace(
+                report,
+                boards=report.boards + 1,
+                copied=report.copied + copied,
+                ended=report.ended + int(ended),
+            )
+        if report.failed:
+            raise ReshardsFailed(report)
         return report
 
     def continue_move(
@@ -147,12 +182,14 @@ class ReshardService:
         walker = _Walk(self, board, reshard, owner, deadline)
         if copying:
             if not walker.walk_old_index(checkpoint, walker.copy_page) or not walker.complete_new_index():
+                self.store.release_reshard(board_id, owner)  # the next run goes on at once
                 return walker.copied, False
             self.store.switch_reshard(
                 board_id, owner, other_index(reshard.from_index), reshard.to_shards, self.boards.clock()
             )
             return walker.copied, False  # switched (or the lease lost): the clean-up is next
         if not walker.walk_old_index(checkpoint, walker.clean_page):
+            self.store.release_reshard(board_id, owner)
             return 0, False
         return 0, self.store.end_reshard(board_id, owner, self.boards.clock())
 
@@ -193,7 +230,10 @@ class _Walk:
             if self.service.monotonic() >= self.deadline:
                 return False
             page = self.index.keys_in_range(partition, just_above(after) if after else None, None, limit=PAGE)
-            count = handle(stop.period, page)
+            try:
+                count = handle(stop.period, page)
+            except _TimeUp:
+                return False  # the page is done again by the next run (every write is idempotent)
             self.copied += count
             after = page[-1] if page else after
             # A checkpoint at a partition's last key: a resumed run finds it done with one query.
@@ -210,10 +250,12 @@ class _Walk:
     def clean_page(self, period: str, page: list[str]) -> int:
         """Take every item of the page out of the old index, in parallel."""
         board_id, index = self.board.board_id, self.reshard.from_index
-        fanout.gather(
-            lambda k: _again(lambda: self.store.remove_index_key(board_id, member_of_key(k), period, index)),
-            page,
-        )
+
+        def remove_key(key: str) -> bool:
+            member_id = member_of_key(key)
+            return self._again(lambda: self.store.remove_index_key(board_id, member_id, period, index))
+
+        fanout.gather(remove_key, page)
         return 0
 
     def _key_in_new_index(self, period: str, members: list[str]) -> int:
@@ -221,9 +263,26 @@ class _Walk:
 
         def set_key(member_id: str) -> bool:
             partition = member_partition(board_id, period, member_id, self.new_index, count)
-            return _again(lambda: self.store.set_index_key(board_id, member_id, period, partition))
+            return self._again(lambda: self.store.set_index_key(board_id, member_id, period, partition))
 
         return sum(fanout.gather(set_key, members))
+
+    def _again(self, write: Callable[[], T]) -> T:
+        """One key's write, tried again on a throttle or an unconfirmed answer until it
+        goes through or the run's time for the board is up (_TimeUp): setting or removing
+        an index key is idempotent, so a page is never given up, nor its checkpoint left
+        unmoved for ever, for a few refused writes among its 200 (DynamoDB Local refuses
+        many under load: "too long waiting for a lock")."""
+        attempt = 0
+        while True:
+            try:
+                return write()
+            except (Throttled, WriteUnconfirmed):
+                pause = min(MOST_BACKOFF, 0.05 * 2**attempt)
+                if self.service.monotonic() + pause >= self.deadline:
+                    raise _TimeUp from None
+                time.sleep(pause)
+                attempt += 1
 
     def complete_new_index(self) -> bool:
         """Before the switch: read both indexes whole and key in the new one every member
@@ -238,7 +297,10 @@ class _Walk:
             old = self._members_in_index(period, self.reshard.from_index, self.reshard.from_shards)
             new = self._members_in_index(period, self.new_index, self.reshard.to_shards)
             missing = sorted(old - new)
-            self.copied += self._key_in_new_index(period, missing)
+            try:
+                self.copied += self._key_in_new_index(period, missing)
+            except _TimeUp:
+                return False
         return True
 
     def _members_in_index(self, period: str, index: str, shards: int) -> set[str]:
@@ -250,19 +312,3 @@ class _Walk:
 
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
-
-
-T = TypeVar("T")
-KEY_ATTEMPTS = 6
-
-
-def _again(write: Callable[[], T]) -> T:
-    """One key's write, tried again on a throttle or an unconfirmed answer: setting or
-    removing an index key is idempotent, so a page is not given up (and the run with it,
-    its checkpoint unmoved) for one refused write among its 200."""
-    for attempt in range(KEY_ATTEMPTS - 1):
-        try:
-            return write()
-        except (Throttled, WriteUnconfirmed):
-            time.sleep(min(2.0, 0.05 * 2**attempt))
-    return write()

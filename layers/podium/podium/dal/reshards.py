@@ -102,6 +102,16 @@ class Reshards:
             },
         )
 
+    def release_reshard(self, board_id: str, owner: str) -> bool:
+        """Give the lease up (a run done with the board for now), so that the next run
+        need not wait for it to run out; False when it was not held by ``owner``."""
+        return self.tables.update(
+            schema.board_key(board_id),
+            "REMOVE reshardLease, reshardLeaseUntil",
+            ConditionExpression="reshardLease = :owner",
+            ExpressionAttributeValues={":owner": {"S": owner}},
+        )
+
     def advance_reshard(self, board_id: str, owner: str, copied: int, checkpoint: Checkpoint | None) -> bool:
         """Record ``copied`` more items and the walk's new checkpoint (None: start the walk
         again from its top); False when the lease is lost."""
