@@ -633,6 +633,39 @@ def _scores_section(results: dict[str, Any]) -> list[str]:
     return out
 
 
+def _reshard_section(results: dict[str, Any]) -> list[str]:
+    """A board moved to another shard count by the worker (bench/reshardrun.py)."""
+    moved = results.get("reshard")
+    if not moved:
+        return []
+    names = {"copy": "copy (to the switch)", "cleanUp": "clean-up", "both": "both"}
+    lines = [
+        [
+            name,
+            _number(moved["phases"][key]["seconds"]),
+            _number(moved["phases"][key]["membersPerSecond"], 0),
+            _number(moved["phases"][key]["wcuPerMember"], 2),
+            _number(moved["phases"][key]["rcuPerMember"], 3),
+            _number(moved["phases"][key]["minutesPerMillion"]),
+        ]
+        for key, name in names.items()
+    ]
+    header = ["phase", "seconds", "members/s", "WCU a member", "RCU a member", "minutes a million"]
+    return [
+        "## Re-sharding",
+        "",
+        f"A board of {moved['members']:,} members moved from {moved['fromShards']} to {moved['toShards']} "
+        "shards by one worker (`podium.resharding`, in this process, on a DynamoDB Local of its own, its "
+        "clock moved past each phase's wait): every member keyed in the second index on the new count, the "
+        "switch, then the first index's key removed. `make bench-reshard N=...` measures it alone at any "
+        "size; docs/capacity.md (Re-sharding) says what a move costs on AWS.",
+        "",
+        *_table(header, lines),
+        "",
+        f"Members left keyed anywhere but in the new index on their new shard: {moved['misplaced']}.",
+    ]
+
+
 def _churn_section(results: dict[str, Any]) -> list[str]:
     boards = results.get("churn") or []
     if not boards:
@@ -1082,6 +1115,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         )
         out += [""]
     out += ["", *_scores_section(results)]
+    out += ["", *_reshard_section(results)]
     out += ["", "## Writes", ""]
     out += [
         "`submit_score` on members already on the board (an `increment`, so the index key moves), the "

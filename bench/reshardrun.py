@@ -100,15 +100,6 @@ def run_phase(worker: ReshardService, done: Callable[[RunReport], bool]) -> Meas
     return Measured(time.monotonic() - began, used.write_units, used.read_units)
 
 
-def show(name: str, members: int, measured: Measured) -> None:
-    rate = members / measured.seconds if measured.seconds else 0.0
-    print(
-        f"{name}: {members:,} members in {measured.seconds:,.1f} s ({rate:,.0f} members/s, one worker);"
-        f" per member {measured.write_units / members:.2f} WCU, {measured.read_units / members:.3f} RCU;"
-        f" a million members: {1_000_000 / rate / 60:,.1f} min"
-    )
-
-
 def score_items(store: Database, scores: dict[str, Decimal]) -> Iterator[tuple[str, dict[str, Any]]]:
     for member in scores:
         yield member, store.tables.get(schema.score_key(BOARD, member, ALL_TIME)) or {}
@@ -118,14 +109,9 @@ def index_keys(item: dict[str, Any]) -> tuple[str | None, str | None]:
     return item.get("rpk", {}).get("S"), item.get("rpkB", {}).get("S")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--members", type=int, default=20_000)
-    parser.add_argument("--from-shards", type=int, default=3)
-    parser.add_argument("--to-shards", type=int, default=17)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args(argv)
-
+def measure(members: int, from_shards: int, to_shards: int, seed: int = 1) -> dict[str, Any]:
+    """Load a board, move it, check it, on a DynamoDB Local of its own: the figures of the
+    copy, the clean-up and both (``make bench`` keeps them as its re-sharding row)."""
     server = DynamoDBLocal.start()
     try:
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
@@ -136,28 +122,65 @@ def main(argv: list[str] | None = None) -> int:
         store = Database.connect(Settings(table_name=spec.table_names["LeaderboardTable"]), client=client)
         clock = MovableClock()
         boards = BoardService(store.boards, clock, Timing())
-        boards.put_board(BOARD, board_request({"shards": args.from_shards, "operator": "set"}))
-        say(f"loading {args.members:,} members on {args.from_shards} shards")
-        scores = load(store, client, args.members, args.from_shards, args.seed)
+        boards.put_board(BOARD, board_request({"shards": from_shards, "operator": "set"}))
+        say(f"loading {members:,} members on {from_shards} shards")
+        scores = load(store, client, members, from_shards, seed)
         worker = ReshardService(boards, store.reshards, store.index)
-        worker.start(BOARD, args.to_shards)
-        say(f"moving to {args.to_shards} shards")
+        worker.start(BOARD, to_shards)
+        say(f"moving to {to_shards} shards")
         clock.moment += boards.timing.wait
         copy = run_phase(worker, lambda report: store.boards.get_board(BOARD).settings.index == "B")  # type: ignore[union-attr]
         clock.moment += boards.timing.wait + boards.timing.margin
         clean = run_phase(worker, lambda report: report.ended > 0)
-        want = {m: keys.member_partition(BOARD, ALL_TIME, m, "B", args.to_shards) for m in scores}
+        want = {m: keys.member_partition(BOARD, ALL_TIME, m, "B", to_shards) for m in scores}
         wrong = [
             member for member, item in score_items(store, scores) if index_keys(item) != (None, want[member])
         ]
     finally:
         server.stop()
-    print(f"machine: {machine(os.getloadavg())}")
+    phases = {"copy": copy, "cleanUp": clean, "both": copy + clean}
+    return {
+        "members": members,
+        "fromShards": from_shards,
+        "toShards": to_shards,
+        "machine": machine(os.getloadavg()),
+        "misplaced": len(wrong),
+        "phases": {name: figures(members, measured) for name, measured in phases.items()},
+    }
+
+
+def figures(members: int, measured: Measured) -> dict[str, float]:
+    rate = members / measured.seconds if measured.seconds else 0.0
+    return {
+        "seconds": measured.seconds,
+        "membersPerSecond": rate,
+        "wcuPerMember": measured.write_units / members,
+        "rcuPerMember": measured.read_units / members,
+        "minutesPerMillion": 1_000_000 / rate / 60 if rate else 0.0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--members", type=int, default=20_000)
+    parser.add_argument("--from-shards", type=int, default=3)
+    parser.add_argument("--to-shards", type=int, default=17)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    result = measure(args.members, args.from_shards, args.to_shards, args.seed)
+    print(f"machine: {result['machine']}")
     print(f"board: {args.members:,} members, {args.from_shards} -> {args.to_shards} shards")
-    for name, measured in (("copy (to the switch)", copy), ("clean-up", clean), ("both", copy + clean)):
-        show(name, args.members, measured)
-    print(f"members not keyed in the new index only, on their new shard: {len(wrong)}")
-    return 1 if wrong else 0
+    names = {"copy": "copy (to the switch)", "cleanUp": "clean-up", "both": "both"}
+    for key, name in names.items():
+        shown = result["phases"][key]
+        print(
+            f"{name}: {args.members:,} members in {shown['seconds']:,.1f} s"
+            f" ({shown['membersPerSecond']:,.0f} members/s, one worker);"
+            f" per member {shown['wcuPerMember']:.2f} WCU, {shown['rcuPerMember']:.3f} RCU;"
+            f" a million members: {shown['minutesPerMillion']:,.1f} min"
+        )
+    print(f"members not keyed in the new index only, on their new shard: {result['misplaced']}")
+    return 1 if result["misplaced"] else 0
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from bench import churn, grown, load, probe, redis_ref, scores, worst
+from bench import churn, grown, load, probe, redis_ref, reshardrun, scores, worst
 from bench.measure import Recorder, Sample, create_tables, percentile, summarise
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
 from devstack.stack import use_local_credentials
@@ -66,6 +66,8 @@ class Plan:
     grown_plan: grown.GrownPlan = field(default_factory=grown.GrownPlan)
     # The worst case of every route (bench/worst.py); members 0: not measured.
     worst_plan: worst.WorstPlan = field(default_factory=worst.WorstPlan)
+    # A board re-sharded 3 -> 17 by the worker (bench/reshardrun.py); members 0: not measured.
+    reshard_members: int = 20_000
     out: Path = ROOT / "docs"
     data: Path = DATA
 
@@ -82,12 +84,14 @@ class Plan:
             members=int(os.environ.get("BENCH_GROWN_MEMBERS", "3000" if quick else "20000")),
             churn_s=churn_seconds,
         )
+        reshard_members = int(os.environ.get("BENCH_RESHARD_MEMBERS", "2000" if quick else "20000"))
         worst_plan = worst.WorstPlan.small() if quick else worst.WorstPlan()
         worst_plan.members = int(os.environ.get("BENCH_WORST_MEMBERS", "5000" if quick else "1000000"))
         if quick:
             worst_plan.runs = 1
             return cls(
                 worst_plan=worst_plan,
+                reshard_members=reshard_members,
                 grown_plan=grown_plan,
                 churn_plan=churn.ChurnPlan(members=3_000, seconds=churn_seconds, shards=(10,)),
                 big_size=int(os.environ.get("BENCH_BIG_MEMBERS", "0")),
@@ -105,6 +109,7 @@ class Plan:
         big_budget = float(os.environ.get("BENCH_BIG_BUDGET_S", "600"))
         return cls(
             worst_plan=worst_plan,
+            reshard_members=reshard_members,
             grown_plan=grown_plan,
             sizes=sizes,
             budget_s=budget,
@@ -141,6 +146,7 @@ class Context:
     churn: list[dict[str, Any]] = field(default_factory=list)
     grown: dict[str, Any] | None = None
     worst: dict[str, Any] | None = None
+    reshard: dict[str, Any] | None = None
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -669,6 +675,18 @@ def run(plan: Plan) -> dict[str, Any]:
                     {"check": check, "size": row["members"] or 0, "shards": row["shards"], "ok": row["exact"]}
                 )
         save(ctx, plan, begun, stopped, None)
+        if plan.reshard_members > 0:
+            print(f"re-sharding {plan.reshard_members:,} members 3 -> 17 (bench/reshardrun.py) ...")
+            ctx.reshard = reshardrun.measure(plan.reshard_members, 3, 17)
+            ctx.checks.append(
+                {
+                    "check": "re-shard: every member keyed in the new index only, on its new shard",
+                    "size": plan.reshard_members,
+                    "shards": 17,
+                    "ok": ctx.reshard["misplaced"] == 0,
+                }
+            )
+            save(ctx, plan, begun, stopped, None)
         if plan.churn_plan.seconds > 0:
             streams = boto3.client("dynamodbstreams", endpoint_url=dynamodb.endpoint, config=config)
             churn_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
@@ -721,6 +739,7 @@ def save(
         "churn": ctx.churn,
         "grown": ctx.grown,
         "worst": ctx.worst,
+        "reshard": ctx.reshard,
         "churnPlan": {
             "members": plan.churn_plan.members,
             "seconds": plan.churn_plan.seconds,

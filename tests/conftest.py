@@ -72,6 +72,8 @@ OWN_STACK_MODULES = frozenset(
     )
 )
 SHARED_STACK_FIXTURES = frozenset({"stack", "auth_stack"})
+# Scopes to start before any other, longest first: the 20,000-member re-shard under load.
+FIRST = ("tests/e2e/test_resharding.py",)
 
 
 class LayerScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist is untyped
@@ -82,6 +84,16 @@ class LayerScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist is un
     reads ``xdist_group`` marks off node ids it rewrites, which pytest 9.2 no longer lets it
     do (pytest-xdist#1386): the marks were silently ignored, so both workers ran both kinds
     and each started a stack. Here the scope of a test is read from the node id as it is."""
+
+    def _assign_work_unit(self, node: Any) -> None:
+        """The scopes of ``FIRST`` go out before the others (xdist sends the scopes with the
+        most tests first: the longest module, with three tests, went out last and kept a
+        worker busy for ten minutes after the other had finished)."""
+        for scope in FIRST:
+            if scope in self.workqueue:
+                self.workqueue.move_to_end(scope, last=False)
+                break
+        super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split("::", 1)[0]
@@ -237,6 +249,7 @@ def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLa
                 table_prefix=table_prefix,
                 sns_endpoint=aws_messaging_endpoint,
                 sqs_endpoint=sqs_endpoint,
+                log_path=log_path,
             )
         finally:
             server.stop()

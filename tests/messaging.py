@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 
@@ -20,6 +21,16 @@ class LocalStack:
     table_prefix: str
     sns_endpoint: str
     sqs_endpoint: str
+    log_path: Path | None = None  # what its functions logged
+
+    def errors_logged(self, most: int = 20) -> str:
+        """The last ``most`` lines of its log that tell of an error: what a test that
+        waited in vain shows of why."""
+        if self.log_path is None or not self.log_path.exists():
+            return "(no log)"
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        found = [line[:600] for line in lines if "ERROR" in line or "Error:" in line or "failed" in line]
+        return "\n".join(found[-most:]) or "(no errors logged)"
 
     def sns(self) -> Any:
         import boto3

@@ -22,6 +22,7 @@ import requests
 
 from bench.load import batch_write, profile_item
 from devstack import template as template_module
+from devstack.dynamodb_local import DynamoDBLocal
 from devstack.stack import create_tables
 from podium import keys
 from podium.config import Settings
@@ -33,6 +34,7 @@ from podium.periods import ALL_TIME
 from podium.validation import board_request
 from podium.wiring import Services
 from podium_client import Conflict, Entry, PodiumClient
+from tests.conftest import ROOT, WORKER
 from tests.helpers import eventually, unique_id, verify_board
 from tests.messaging import LocalStack
 from tests.reshard_model import BoardModel, Key, Snapshot, check_listing, check_rank, key_of, untouched_keys
@@ -56,15 +58,28 @@ def big_board() -> dict[str, Decimal]:
 
 
 @pytest.fixture(scope="module")
+def own_dynamodb() -> Iterator[str]:
+    """A DynamoDB Local of this module's own, so that the moves' speed depends on their own
+    load only, not on the tables of every test that ran before on this worker."""
+    server = DynamoDBLocal.start(log_path=ROOT / ".devstack" / f"test-reshard-dynamodb-local-{WORKER}.log")
+    try:
+        yield server.endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
 def reshard_stack(
-    launch_stack: Callable[..., Any], dynamodb_endpoint: str, big_board: dict[str, Decimal]
+    launch_stack: Callable[..., Any], own_dynamodb: str, big_board: dict[str, Decimal]
 ) -> Iterator[LocalStack]:
     """A stack of its own (its schedules, the re-shard worker's among them, run every 2
     seconds) on tables loaded before it starts with the big board, as a bulk import does
     (``load_big_board``), so that its stream consumers have no 40,000 records to chew."""
     prefix = f"e2e{uuid.uuid4().hex[:8]}-"
-    load_big_board(dynamodb_endpoint, prefix, big_board)
-    with launch_stack("--schedule-seconds", "2", "--table-prefix", prefix, name="reshard") as local:
+    load_big_board(own_dynamodb, prefix, big_board)
+    with launch_stack(
+        "--schedule-seconds", "2", "--table-prefix", prefix, name="reshard", dynamodb=own_dynamodb
+    ) as local:
         yield replace(local, table_prefix=prefix)
 
 
@@ -246,23 +261,32 @@ def expected_listing(scores: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def wait_for_the_move(podium: PodiumClient, board: str, to_shards: int, timeout: float = 1200.0) -> list[int]:
-    """Poll the board until its move is over; the progress (``copied``) it showed."""
+def wait_for_the_move(
+    podium: PodiumClient, stack: LocalStack, board: str, to_shards: int, stalled: float = 180.0
+) -> list[int]:
+    """Poll the board until its move is over; the progress (``copied``) it showed. Fails,
+    with the errors the stack logged, when the move shows no progress for ``stalled`` s."""
     progress: list[int] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    moved = time.monotonic()
+    while True:
         shown = podium.get_board(board)
         if shown.reshard is None:
             assert shown.shards == to_shards
             return progress
         assert shown.reshard.to_shards == to_shards
+        if not progress or shown.reshard.copied != progress[-1]:
+            moved = time.monotonic()
         progress.append(shown.reshard.copied)
+        if time.monotonic() - moved > stalled:
+            raise AssertionError(
+                f"the re-shard of {board} made no progress in {stalled} s (copied {progress[-1]});"
+                f" the stack logged:\n{stack.errors_logged()}"
+            )
         time.sleep(1.0)
-    raise AssertionError(f"the re-shard of {board} did not end in {timeout} s")
 
 
 def test_a_20000_member_board_moves_from_3_to_17_shards_under_16_clients_with_every_read_exact(
-    reshard_stack: LocalStack, dynamodb_endpoint: str, podium: PodiumClient, big_board: dict[str, Decimal]
+    reshard_stack: LocalStack, own_dynamodb: str, podium: PodiumClient, big_board: dict[str, Decimal]
 ) -> None:
     # Given a 20,000-member "set" board on 3 shards, loaded in bulk
     board, initial = BIG, big_board
@@ -291,7 +315,7 @@ def test_a_20000_member_board_moves_from_3_to_17_shards_under_16_clients_with_ev
         assert (started.reshard.to_shards, started.reshard.copied) == (17, 0)
         with pytest.raises(Conflict):
             podium.reshard(board, 9)  # a second one while it runs
-        progress = wait_for_the_move(podium, board, 17)
+        progress = wait_for_the_move(podium, reshard_stack, board, 17)
         traffic.phase = "after"
         # past the switch's wait (8 s on the local stack) into the clean-up, reads and writes on
         time.sleep(15)
@@ -299,7 +323,7 @@ def test_a_20000_member_board_moves_from_3_to_17_shards_under_16_clients_with_ev
         traffic.stop.set()
         pool.shutdown(wait=True)
     assert not traffic.errors, traffic.errors[:3]
-    wait_for_the_clean_up(reshard_stack, dynamodb_endpoint, board, 3)
+    wait_for_the_clean_up(reshard_stack, own_dynamodb, board, 3)
 
     # Then every read, before, during and after, was one the model allows
     phases = {o.phase for o in traffic.observations}
@@ -319,7 +343,7 @@ def test_a_20000_member_board_moves_from_3_to_17_shards_under_16_clients_with_ev
         podium.reshard(board, 17)  # to the count it has
     # And the consistency checker finds every item where 17 shards place it
     settings = table_settings(reshard_stack)
-    eventually(lambda: _clean(verify_board(settings, board, endpoint=dynamodb_endpoint)), timeout=120)
+    eventually(lambda: _clean(verify_board(settings, board, endpoint=own_dynamodb)), timeout=120)
 
 
 def wait_for_the_clean_up(stack: LocalStack, endpoint: str, board: str, old_shards: int) -> None:
@@ -360,7 +384,7 @@ def _pages(podium: PodiumClient, board: str, size: int) -> Iterator[Any]:
 
 
 def test_a_board_shrinks_from_5_to_2_shards_under_writers_and_readers(
-    podium: PodiumClient, reshard_stack: LocalStack, dynamodb_endpoint: str
+    podium: PodiumClient, reshard_stack: LocalStack, own_dynamodb: str
 ) -> None:
     # Given a 400-member board on 5 shards, put through the API
     board = unique_id("shrink")
@@ -382,11 +406,11 @@ def test_a_board_shrinks_from_5_to_2_shards_under_writers_and_readers(
         # When it is re-sharded to 2 while they run
         traffic.phase = "during"
         assert podium.reshard(board, 2).reshard is not None
-        wait_for_the_move(podium, board, 2)
+        wait_for_the_move(podium, reshard_stack, board, 2)
         traffic.phase = "after"
         with pytest.raises(Conflict, match="previous re-shard"):
             podium.reshard(board, 3)  # while the old index is being emptied
-        wait_for_the_clean_up(reshard_stack, dynamodb_endpoint, board, 5)
+        wait_for_the_clean_up(reshard_stack, own_dynamodb, board, 5)
     finally:
         traffic.stop.set()
         pool.shutdown(wait=True)
