@@ -10,8 +10,9 @@ keys of a BatchGetItem that find nothing too):
   from the index as ``make bench`` does; on each: ``rank`` (also ``consistent=true``) of
   the last member, ``around`` with radius 50 at the top, the middle and the end, ``POST
   /ranks`` with 100 ids spread evenly over the listing (each in a leaf of its own: the most
-  nodes 100 ids can read) and 100 drawn at random, an exact top 1,000, and a page of 1,000
-  after a cursor near the end;
+  nodes 100 ids can read) and 100 drawn at random, an exact top 1,000, a page of 1,000
+  after a cursor near the end, and ``GET .../scores?limit=1000`` of a band of 1,000 from
+  the middle and from the end;
 - a board of 100 shards whose best 100 members hold 64 KiB of ``data`` each and whose next
   1,000 hold a few bytes: ``top?limit=1000&withData=true`` from the top and after the
   first 100, and ``ranks`` of 100 of them;
@@ -46,6 +47,7 @@ from typing import Any
 from bench import load
 from bench.measure import Recorder, Sample
 from podium import cursors
+from podium.bands import Band
 from podium.dal import Database, schema
 from podium.errors import Conflict
 from podium.models import BoardSettings, Notification, Page, RankedEntry, Snapshot
@@ -251,6 +253,17 @@ def measure_ranked(bench: Bench, board: str, shards: int, model: Model) -> None:
         lambda page: ranked(page.entries) == top,
         where=where,
     )
+    for name, start in (("the middle", size // 2), ("the last 1,000", max(0, size - 1000))):
+        chosen = model.listing[start : start + 1000]
+        high, low = model.scores[chosen[0]], model.scores[chosen[-1]]
+        inside = [i for i in model.listing if low <= model.scores[i] <= high]
+        bench.case(
+            "GET scores",
+            f"limit=1000, a band of scores from {name} member(s)",
+            partial(bench.service.bands.scores, board, Band(Decimal(low), Decimal(high)), 1000, None),
+            partial(same_entries, model.entries(inside[:1000])),
+            where=where,
+        )
     position = max(0, size - 1001)
     after = model.listing[position]
     cursor = cursors.encode(f"{board}#{ALL_TIME}", sort_key(bench, board, after, model.scores[after]))
