@@ -308,7 +308,7 @@ def settle(boards: Boards, members: dict[str, list[str]], ledgers: dict[tuple[st
         for member in members[boards.events]:
             assert fresh(member)["pendingEvents"] == 0, member
 
-    eventually(events_folded, timeout=180, interval=0.5)
+    eventually(events_folded, timeout=300, interval=0.5)
     finals[boards.events] = {m: member_score(url, boards.events, m) for m in members[boards.events]}
     assert_allowed(ledgers, finals)
 
@@ -317,7 +317,7 @@ def settle(boards: Boards, members: dict[str, list[str]], ledgers: dict[tuple[st
             boards.increment
         ]
 
-    eventually(rolled_up, timeout=180, interval=0.5)
+    eventually(rolled_up, timeout=300, interval=0.5)
     finals[boards.total] = finals[boards.increment]
     members[boards.total] = members[boards.increment]
 
@@ -345,7 +345,7 @@ def checker_finds_nothing(stack: LocalStack, dynamodb_endpoint: str, *board_ids:
             report = verify_board(board_settings(stack), board_id, endpoint=dynamodb_endpoint)
             assert report.ok, (board_id, [difference.detail for difference in report.differences])
 
-    eventually(consistent, timeout=120, interval=1.0)
+    eventually(consistent, timeout=240, interval=1.0)
 
 
 # -- the tests ---------------------------------------------------------------------------------

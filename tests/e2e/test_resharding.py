@@ -44,6 +44,10 @@ pytestmark = pytest.mark.e2e
 WRITERS = 8
 READERS = 8  # 16 clients at once
 TIMEOUT = 60.0
+# Each client waits this long (uniformly drawn) between two requests, as a game's clients
+# do: flat out, 16 clients kept DynamoDB Local saturated (about 17 requests a second, each
+# waiting a second), which slowed the move and every test running beside this one.
+THINK_SECONDS = (0.3, 0.9)
 
 
 BIG = "reshard-20k"  # the 20,000-member board, loaded before its stack starts
@@ -198,11 +202,12 @@ class Traffic:
                 else:
                     client.put_member(self.board, member, score=value)  # a new member
                 self.model.acknowledge(write)
+                self.stop.wait(draw.uniform(*THINK_SECONDS))
 
     def _read(self, number: int) -> None:
         draw = random.Random(100 + number)
         with PodiumClient(self.url, timeout=TIMEOUT) as client:
-            while not self.stop.is_set():
+            while not self.stop.wait(draw.uniform(*THINK_SECONDS)):
                 choice = draw.random()
                 start = self.model.now()
                 if choice < 0.35:
