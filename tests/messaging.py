@@ -29,7 +29,8 @@ class LocalStack:
         if self.log_path is None or not self.log_path.exists():
             return "(no log)"
         lines = self.log_path.read_text(errors="replace").splitlines()
-        found = [line[:600] for line in lines if "ERROR" in line or "Error:" in line or "failed" in line]
+        telling = ("ERROR", "Error:", "failed", "devstack.streams WARNING")
+        found = [line[:600] for line in lines if any(word in line for word in telling)]
         return "\n".join(found[-most:]) or "(no errors logged)"
 
     def sns(self) -> Any:

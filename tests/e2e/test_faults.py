@@ -387,7 +387,10 @@ def test_under_faults_every_acknowledged_write_is_applied_once_and_every_refused
     applied = sum(len(ledger.applied) for ledger in ledgers.values())
     assert applied > CLIENTS * REQUESTS_PER_CLIENT // 2, tally.answers
     # And every member's score is one its answers allow, and the stream consumers converge
-    settle(boards, members, ledgers)
+    try:
+        settle(boards, members, ledgers)
+    except AssertionError as error:  # what the stack's consumers went through, to see why
+        raise AssertionError(f"{error}\nthe stack logged:\n{faulty_stack.errors_logged(40)}") from error
     checker_finds_nothing(faulty_stack, dynamodb_endpoint, *boards.scored, boards.events, boards.total)
 
 
