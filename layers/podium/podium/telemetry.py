@@ -28,6 +28,7 @@ The stream consumers also count their records (``StreamRecordsAggregated``,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,9 @@ ITEMS_READ = "ItemsRead"
 SERVER_ERROR = "ServerError"
 CLIENT_ERROR = "ClientError"
 HEAD_LAG = "HeadLag"
+# The template's namespace; also where the code runs outside a function (the benches, the
+# CLI), which Powertools would refuse a line without.
+DEFAULT_NAMESPACE = "Podium"
 
 
 def access_pattern(event: Mapping[str, Any]) -> str:
@@ -87,7 +91,8 @@ def _publish(
     and their lines must neither mix nor race. A failure to publish is logged, never
     raised: no answer and no stream batch depends on a metric."""
     try:
-        line = AmazonCloudWatchEMFProvider()
+        namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
+        line = AmazonCloudWatchEMFProvider(namespace=namespace)
         for dimension, value in (dimensions or {}).items():
             line.add_dimension(dimension, value)
         for metric, number in values.items():
