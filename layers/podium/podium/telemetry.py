@@ -28,7 +28,6 @@ The stream consumers also count their records (``StreamRecordsAggregated``,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
-from podium.log import logger
+from podium.log import NAMESPACE, logger
 
 if TYPE_CHECKING:
     from podium.dal.usage import Usage
@@ -48,9 +47,6 @@ ITEMS_READ = "ItemsRead"
 SERVER_ERROR = "ServerError"
 CLIENT_ERROR = "ClientError"
 HEAD_LAG = "HeadLag"
-# The template's namespace; also where the code runs outside a function (the benches, the
-# CLI), which Powertools would refuse a line without.
-DEFAULT_NAMESPACE = "Podium"
 
 
 def access_pattern(event: Mapping[str, Any]) -> str:
@@ -91,8 +87,7 @@ def _publish(
     and their lines must neither mix nor race. A failure to publish is logged, never
     raised: no answer and no stream batch depends on a metric."""
     try:
-        namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
-        line = AmazonCloudWatchEMFProvider(namespace=namespace)
+        line = AmazonCloudWatchEMFProvider(namespace=NAMESPACE)
         for dimension, value in (dimensions or {}).items():
             line.add_dimension(dimension, value)
         for metric, number in values.items():
