@@ -1,5 +1,5 @@
-"""``python -m bench [--quick] [--report-only | --coldstart-only | --probe-only | --worst-only]``:
-see docs/benchmarks.md."""
+"""``python -m bench [--quick] [--report-only | --coldstart-only | --probe-only | --worst-only |
+--grown-only]``: see docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import time
 
 from bench import report
-from bench.run import Plan, measure_cold_start, measure_probes, measure_worst, run
+from bench.run import Plan, measure_cold_start, measure_grown, measure_probes, measure_worst, run
 
 
 def main() -> None:
@@ -34,18 +34,26 @@ def main() -> None:
         action="store_true",
         help="measure the worst case of every route again (bench/worst.py), then rewrite the page",
     )
+    parser.add_argument(
+        "--grown-only",
+        action="store_true",
+        help="grow a board through the API and read it under writers again (bench/grown.py), then rewrite",
+    )
     args = parser.parse_args()
     # On SIGTERM, unwind like Ctrl-C, so that DynamoDB Local and redis-server are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     plan = Plan.from_environment(args.quick)
     started = time.perf_counter()
-    if args.report_only or args.coldstart_only or args.probe_only or args.worst_only:
+    if args.report_only or args.coldstart_only or args.probe_only or args.worst_only or args.grown_only:
         results = json.loads((plan.data / "results.json").read_text())
         if args.probe_only:
             results["probes"] = measure_probes(plan.data)
             (plan.data / "results.json").write_text(json.dumps(results, indent=1))
         if args.worst_only:
             results["worst"] = measure_worst(plan.worst_plan, plan.data)
+            (plan.data / "results.json").write_text(json.dumps(results, indent=1))
+        if args.grown_only:
+            results["grown"] = measure_grown(plan)
             (plan.data / "results.json").write_text(json.dumps(results, indent=1))
         if args.coldstart_only:
             results["coldStart"] = measure_cold_start()

@@ -849,6 +849,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         "python -m bench --coldstart-only    # measure cold start again into the last results, rewrite",
         "python -m bench --probe-only        # one request of each kind again into the last results, rewrite",
         "python -m bench --worst-only        # each route's worst case again into the last results, rewrite",
+        "python -m bench --grown-only        # the board grown through the API again, rewrite",
         "python -m bench.worst --small       # the worst cases alone, 20,000 members, into bench-data/worst/",
         "BENCH_WORST_MEMBERS=200000 make bench # the worst cases' boards (1,000,000 by default; 0: none)",
         "```",

@@ -557,6 +557,25 @@ def measure_cold_start() -> dict[str, Any] | None:
     return {"result": result, "markdown": table(result) if table else None}
 
 
+def measure_grown(plan: Plan) -> dict[str, Any] | None:
+    """A board grown through the API and read while writers run (``bench/grown.py``), on a
+    DynamoDB Local of its own: what ``--grown-only`` refreshes without the whole run."""
+    import boto3
+    from botocore.config import Config
+
+    if plan.grown_plan.members <= 0:
+        return None
+    use_local_credentials()
+    plan.data.mkdir(parents=True, exist_ok=True)
+    dynamodb = DynamoDBLocal.start(log_path=plan.data / "dynamodb-local-grown.log")
+    try:
+        config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=64)
+        client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+        return grown.run(dynamodb.endpoint, client, plan.grown_plan, plan.data / "grown-stack.log")
+    finally:
+        dynamodb.stop()
+
+
 def measure_worst(plan: worst.WorstPlan, data: Path) -> dict[str, Any] | None:
     """The worst case of every route (``bench/worst.py``), on a DynamoDB Local of its own:
     what ``--worst-only`` refreshes without the whole run."""
