@@ -263,8 +263,17 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
             board = requests.get(f"{url}/boards/{BOARD}", headers=headers, timeout=TIMEOUT).json()
             return bool(board["memberCount"] == plan.members)
 
-        settle_s = wait_for(counted, "memberCount")
+        # Once the stream has caught up, the answers equal the model's (memberCount alone is
+        # not the sign: the count can be whole while the tree's last reports are in flight)
+        def caught_up() -> bool:
+            listing = scores.listing()
+            probe = [listing[n * (len(listing) - 1) // 4] for n in range(5)]
+            return all(reader.service.reads.rank(BOARD, m)["rank"] == scores.rank(m) for m in probe)
+
         reader = Reader(client, settings)
+        settle_s = wait_for(counted, "memberCount")
+        settle_s += wait_for(caught_up, "the stream to catch up")
+        time.sleep(3)
         tree = reader.service.db.tree.all_nodes(BOARD, "all")
         settled = []
         for pattern, variant, read, kind in _reads(reader, scores, draw):
@@ -278,7 +287,7 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
                     "exact": check(scores, kind, answer),
                 }
             )
-        say(f"  grown in {grow_s:.0f} s, counted {settle_s:.0f} s later; a count tree of {len(tree)} nodes")
+        say(f"  grown in {grow_s:.0f} s, caught up {settle_s:.0f} s later; a count tree of {len(tree)} nodes")
 
         # While writers set scores: the same reads, again and again
         stop = threading.Event()
@@ -313,11 +322,6 @@ def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any
         churn_s = time.perf_counter() - started
 
         # Once the stream has caught up, the answers equal the model's again
-        def caught_up() -> bool:
-            listing = scores.listing()
-            probe = [listing[0], listing[len(listing) // 2], listing[-1]]
-            return all(reader.service.reads.rank(BOARD, m)["rank"] == scores.rank(m) for m in probe)
-
         drain_s = wait_for(caught_up, "the stream to catch up")
         time.sleep(3)
         exact_after = []
