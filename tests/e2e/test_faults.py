@@ -41,8 +41,8 @@ WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",
 
 
 @pytest.fixture(scope="module")
-def fault_proxy(dynamodb_endpoint: str) -> Iterator[FaultProxy]:
-    with FaultProxy(dynamodb_endpoint, seed=12) as proxy:
+def fault_proxy(own_dynamodb: str) -> Iterator[FaultProxy]:
+    with FaultProxy(own_dynamodb, seed=12) as proxy:
         yield proxy
 
 
@@ -352,7 +352,7 @@ def checker_finds_nothing(stack: LocalStack, dynamodb_endpoint: str, *board_ids:
 
 
 def test_under_faults_every_acknowledged_write_is_applied_once_and_every_refused_one_changes_nothing(
-    faulty_stack: LocalStack, fault_proxy: FaultProxy, dynamodb_endpoint: str
+    faulty_stack: LocalStack, fault_proxy: FaultProxy, own_dynamodb: str
 ) -> None:
     # Given boards of each operator (and an event board, and a rollup target), with members
     url = faulty_stack.url
@@ -391,11 +391,11 @@ def test_under_faults_every_acknowledged_write_is_applied_once_and_every_refused
         settle(boards, members, ledgers)
     except AssertionError as error:  # what the stack's consumers went through, to see why
         raise AssertionError(f"{error}\nthe stack logged:\n{faulty_stack.errors_logged(40)}") from error
-    checker_finds_nothing(faulty_stack, dynamodb_endpoint, *boards.scored, boards.events, boards.total)
+    checker_finds_nothing(faulty_stack, own_dynamodb, *boards.scored, boards.events, boards.total)
 
 
 def test_persistent_throttling_answers_429_with_retry_after_and_changes_nothing(
-    faulty_stack: LocalStack, fault_proxy: FaultProxy, dynamodb_endpoint: str
+    faulty_stack: LocalStack, fault_proxy: FaultProxy, own_dynamodb: str
 ) -> None:
     # Given a member with a score on each operator's board, and on an event board
     url = faulty_stack.url
@@ -444,4 +444,4 @@ def test_persistent_throttling_answers_429_with_retry_after_and_changes_nothing(
         "previousScore": before[board],
     }
     assert member_score(url, board, "m") == before[board] + 50
-    checker_finds_nothing(faulty_stack, dynamodb_endpoint, *boards.scored, boards.events)
+    checker_finds_nothing(faulty_stack, own_dynamodb, *boards.scored, boards.events)

@@ -37,8 +37,10 @@ WEEK = "2027-W10"
 
 
 @pytest.fixture(scope="module")
-def local(launch_stack: StackLauncher) -> Iterator[LocalStack]:
-    with launch_stack("--schedule-seconds", str(SCHEDULE_SECONDS), name="periods-stack") as stack:
+def local(launch_stack: StackLauncher, own_dynamodb: str) -> Iterator[LocalStack]:
+    with launch_stack(
+        "--schedule-seconds", str(SCHEDULE_SECONDS), name="periods-stack", dynamodb=own_dynamodb
+    ) as stack:
         yield stack
 
 

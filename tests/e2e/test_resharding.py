@@ -22,7 +22,6 @@ import requests
 
 from bench.load import batch_write, profile_item
 from devstack import template as template_module
-from devstack.dynamodb_local import DynamoDBLocal
 from devstack.stack import create_tables
 from podium import keys
 from podium.config import Settings
@@ -34,7 +33,6 @@ from podium.periods import ALL_TIME
 from podium.validation import board_request
 from podium.wiring import Services
 from podium_client import Conflict, Entry, PodiumClient
-from tests.conftest import ROOT, WORKER
 from tests.helpers import eventually, unique_id, verify_board
 from tests.messaging import LocalStack
 from tests.reshard_model import BoardModel, Key, Snapshot, check_listing, check_rank, key_of, untouched_keys
@@ -59,17 +57,6 @@ def big_board() -> dict[str, Decimal]:
     """The 20,000 members of the big board and their scores."""
     draw = random.Random(14)
     return {f"m{n:05d}": Decimal(draw.randrange(0, 10**7)).scaleb(-2) for n in range(BIG_MEMBERS)}
-
-
-@pytest.fixture(scope="module")
-def own_dynamodb() -> Iterator[str]:
-    """A DynamoDB Local of this module's own, so that the moves' speed depends on their own
-    load only, not on the tables of every test that ran before on this worker."""
-    server = DynamoDBLocal.start(log_path=ROOT / ".devstack" / f"test-reshard-dynamodb-local-{WORKER}.log")
-    try:
-        yield server.endpoint
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
