@@ -151,12 +151,8 @@ def own_dynamodb() -> Iterator[str]:
     consumers must keep up under load. The worker's session DynamoDB Local slows as it
     fills with every earlier test's tables and streams (a 20,000-member load took 150 s
     there and 22 s on one of its own)."""
-    name = WORKER
-    server = DynamoDBLocal.start(log_path=ROOT / ".devstack" / f"test-own-dynamodb-local-{name}.log")
-    try:
-        yield server.endpoint
-    finally:
-        server.stop()
+    with _external_or_started(None, DynamoDBLocal, "test-own-dynamodb-local") as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
