@@ -16,13 +16,15 @@ from podium.wiring import services
 
 def run_reshards(event: dict[str, Any], context: Any) -> dict[str, Any]:
     budget = timedelta(seconds=settings().reshard_budget_seconds)
+    failed: ReshardsFailed | None = None
     try:
         report = services().resharding.run_reshards(budget)
-    except ReshardsFailed as failed:
-        metrics.add_metric(name="ReshardItemsCopied", unit=MetricUnit.Count, value=failed.report.copied)
-        metrics.add_metric(name="ReshardsFailed", unit=MetricUnit.Count, value=len(failed.report.failed))
-        raise
+    except ReshardsFailed as error:
+        report, failed = error.report, error
     metrics.add_metric(name="ReshardItemsCopied", unit=MetricUnit.Count, value=report.copied)
+    if failed is not None:
+        metrics.add_metric(name="ReshardsFailed", unit=MetricUnit.Count, value=len(report.failed))
+        raise failed
     return {"boards": report.boards, "copied": report.copied, "ended": report.ended}
 
 
