@@ -14,12 +14,13 @@ import statistics
 import subprocess
 import time
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bench import churn, grown, load, probe, redis_ref, reshardrun, scores, worst
 from bench.measure import Recorder, Sample, create_tables, percentile, summarise
@@ -557,43 +558,49 @@ def measure_cold_start() -> dict[str, Any] | None:
     return {"result": result, "markdown": table(result) if table else None}
 
 
-def measure_grown(plan: Plan) -> dict[str, Any] | None:
-    """A board grown through the API and read while writers run (``bench/grown.py``), on a
-    DynamoDB Local of its own: what ``--grown-only`` refreshes without the whole run."""
+@contextmanager
+def own_dynamodb(log_path: Path) -> Iterator[DynamoDBLocal]:
+    """A DynamoDB Local of a measurement's own (in memory), stopped on the way out."""
+    use_local_credentials()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    dynamodb = DynamoDBLocal.start(log_path=log_path)
+    try:
+        yield dynamodb
+    finally:
+        dynamodb.stop()
+
+
+def local_client(
+    endpoint: str, service: Literal["dynamodb", "dynamodbstreams"] = "dynamodb", pool: int = 64
+) -> Any:
+    """A client for a bench's load on DynamoDB Local: standard retries, 10 attempts."""
     import boto3
     from botocore.config import Config
 
+    config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=pool)
+    return boto3.client(service, endpoint_url=endpoint, config=config)
+
+
+def measure_grown(plan: Plan) -> dict[str, Any] | None:
+    """A board grown through the API and read while writers run (``bench/grown.py``), on a
+    DynamoDB Local of its own: what ``--grown-only`` refreshes without the whole run."""
     if plan.grown_plan.members <= 0:
         return None
-    use_local_credentials()
-    plan.data.mkdir(parents=True, exist_ok=True)
-    dynamodb = DynamoDBLocal.start(log_path=plan.data / "dynamodb-local-grown.log")
-    try:
-        config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=64)
-        client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+    with own_dynamodb(plan.data / "dynamodb-local-grown.log") as dynamodb:
+        client = local_client(dynamodb.endpoint)
         return grown.run(dynamodb.endpoint, client, plan.grown_plan, plan.data / "grown-stack.log")
-    finally:
-        dynamodb.stop()
 
 
 def measure_worst(plan: worst.WorstPlan, data: Path) -> dict[str, Any] | None:
     """The worst case of every route (``bench/worst.py``), on a DynamoDB Local of its own:
     what ``--worst-only`` refreshes without the whole run."""
-    import boto3
-    from botocore.config import Config
-
     if plan.members <= 0:
         return None
-    use_local_credentials()
     print(f"measuring the worst case of every route (bench/worst.py, {plan.members:,} members) ...")
-    dynamodb = DynamoDBLocal.start(log_path=data / "dynamodb-local-worst.log")
-    try:
-        config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=128)
-        client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
-        loader = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+    with own_dynamodb(data / "dynamodb-local-worst.log") as dynamodb:
+        client = local_client(dynamodb.endpoint, pool=128)
+        loader = local_client(dynamodb.endpoint, pool=128)
         return worst.run(client, loader, create_tables(loader, "worst-"), plan)
-    finally:
-        dynamodb.stop()
 
 
 def measure_probes(data: Path) -> list[dict[str, Any]]:
@@ -601,20 +608,14 @@ def measure_probes(data: Path) -> list[dict[str, Any]]:
     (``bench/probe.py``): what ``--probe-only`` refreshes without the whole run."""
     import boto3
 
-    use_local_credentials()
-    dynamodb = DynamoDBLocal.start(log_path=data / "dynamodb-local.log")
-    try:
+    with own_dynamodb(data / "dynamodb-local.log") as dynamodb:
         client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint)
         Recorder().attach(client)  # every request asks for its ConsumedCapacity, as in a run
         return probe.probe(Database.connect(create_tables(client, "bench-"), client=client))
-    finally:
-        dynamodb.stop()
 
 
 def run(plan: Plan) -> dict[str, Any]:
-    import boto3
     import redis as _redis  # noqa: F401 - fail before the load if the bench packages are missing
-    from botocore.config import Config
 
     use_local_credentials()
     plan.data.mkdir(parents=True, exist_ok=True)
@@ -625,9 +626,8 @@ def run(plan: Plan) -> dict[str, Any]:
         redis_server = redis_ref.RedisServer.start(log_path=plan.data / "redis.log")
         print(f"DynamoDB Local on {dynamodb.endpoint}, pid {dynamodb.pid}")
         print(f"redis-server on port {redis_server.port}, pid {redis_server.pid}")
-        config = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=64)
-        client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
-        loader_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+        client = local_client(dynamodb.endpoint)
+        loader_client = local_client(dynamodb.endpoint)
         settings = create_tables(client, "bench-")
         recorder = Recorder()
         recorder.attach(client)
@@ -707,14 +707,14 @@ def run(plan: Plan) -> dict[str, Any]:
             )
             save(ctx, plan, begun, stopped, None)
         if plan.churn_plan.seconds > 0:
-            streams = boto3.client("dynamodbstreams", endpoint_url=dynamodb.endpoint, config=config)
-            churn_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+            streams = local_client(dynamodb.endpoint, "dynamodbstreams")
+            churn_client = local_client(dynamodb.endpoint)
             ctx.churn = churn.run(
                 churn_client, streams, create_tables(churn_client, "churn-"), plan.churn_plan
             )
             save(ctx, plan, begun, stopped, None)
         if plan.grown_plan.members > 0:  # last: its stream is the biggest DynamoDB Local holds
-            grown_client = boto3.client("dynamodb", endpoint_url=dynamodb.endpoint, config=config)
+            grown_client = local_client(dynamodb.endpoint)
             ctx.grown = grown.run(
                 dynamodb.endpoint, grown_client, plan.grown_plan, plan.data / "grown-stack.log"
             )
