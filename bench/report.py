@@ -638,7 +638,7 @@ def _reshard_section(results: dict[str, Any]) -> list[str]:
     moved = results.get("reshard")
     if not moved:
         return []
-    names = {"copy": "copy (to the switch)", "cleanUp": "clean-up", "both": "both"}
+    from bench.reshardrun import PHASES
     lines = [
         [
             name,
@@ -648,7 +648,7 @@ def _reshard_section(results: dict[str, Any]) -> list[str]:
             _number(moved["phases"][key]["rcuPerMember"], 3),
             _number(moved["phases"][key]["minutesPerMillion"]),
         ]
-        for key, name in names.items()
+        for key, name in PHASES.items()
     ]
     header = ["phase", "seconds", "members/s", "WCU a member", "RCU a member", "minutes a million"]
     return [

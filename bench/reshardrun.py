@@ -49,6 +49,7 @@ from podium.resharding import ReshardService, RunReport
 from podium.validation import board_request
 
 BOARD = "resharded"
+PHASES = {"copy": "copy (to the switch)", "cleanUp": "clean-up", "both": "both"}  # as measure() keys them
 START = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
@@ -170,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     result = measure(args.members, args.from_shards, args.to_shards, args.seed)
     print(f"machine: {result['machine']}")
     print(f"board: {args.members:,} members, {args.from_shards} -> {args.to_shards} shards")
-    names = {"copy": "copy (to the switch)", "cleanUp": "clean-up", "both": "both"}
-    for key, name in names.items():
+    for key, name in PHASES.items():
         shown = result["phases"][key]
         print(
             f"{name}: {args.members:,} members in {shown['seconds']:,.1f} s"
