@@ -639,6 +639,7 @@ def _reshard_section(results: dict[str, Any]) -> list[str]:
     if not moved:
         return []
     from bench.reshardrun import PHASES
+
     lines = [
         [
             name,
