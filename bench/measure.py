@@ -12,6 +12,7 @@ import math
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -171,6 +172,52 @@ class Recorder:
 
 
 @dataclass
+class KeyReads:
+    """Counts what the clients it is attached to ask DynamoDB to read, item by item: each
+    key of a GetItem or BatchGetItem (its ``(pk, sk)``), and each Query (by its index, or
+    ``table``). What a cache in front of DynamoDB saves shows here."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.items: Counter[tuple[str, str]] = Counter()
+        self.queries: Counter[str] = Counter()
+
+    def attach(self, client: Any) -> Any:
+        client.meta.events.register("provide-client-params.dynamodb.*", self._asked)
+        return client
+
+    def _asked(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name == "GetItem":
+            keys = [params["Key"]]
+        elif model.name == "BatchGetItem":
+            keys = [key for request in params["RequestItems"].values() for key in request["Keys"]]
+        elif model.name == "Query":
+            with self._lock:
+                self.queries[params.get("IndexName", "table")] += 1
+            return
+        else:
+            return
+        with self._lock:
+            self.items.update((key["pk"]["S"], key["sk"]["S"]) for key in keys)
+
+    def of(self, pk: str, sk: str | None = None) -> int:
+        """Reads of the item ``(pk, sk)``, or of every item of partition ``pk``."""
+        with self._lock:
+            if sk is not None:
+                return self.items[(pk, sk)]
+            return sum(n for (p, _), n in self.items.items() if p == pk)
+
+    def starting(self, prefix: str) -> int:
+        """Reads of the items whose partition key starts with ``prefix``."""
+        with self._lock:
+            return sum(n for (p, _), n in self.items.items() if p.startswith(prefix))
+
+    def clear(self) -> None:
+        with self._lock:
+            self.items.clear()
+            self.queries.clear()
+
+
 class Window:
     calls: list[Call] = field(default_factory=list)
     started: float = 0.0

@@ -4,7 +4,6 @@ means)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -16,6 +15,7 @@ from podium.layouts import Timing
 from podium.models import Board, BoardList, BoardPolicy, BoardSettings, Reshard
 from podium.periods import ALL_TIME
 from podium.ports import BoardStore
+from podium.recent import Recent
 from podium.validation import BOARD_ID, BoardRequest
 
 Clock = Callable[[], datetime]
@@ -36,7 +36,6 @@ class Layout:
 
     settings: BoardSettings
     reshard: Reshard | None
-    read_at: float  # time.monotonic()
 
 
 class BoardService:
@@ -44,7 +43,7 @@ class BoardService:
         self.boards = boards
         self.clock = clock
         self.timing = timing or Timing()
-        self._layouts: dict[str, Layout] = {}
+        self._layouts: Recent[str, Layout] = Recent(self.timing.cache.total_seconds())
 
     def put_board(self, board_id: str, request: BoardRequest) -> tuple[Board, bool]:
         """Create the board (True) or confirm it exists with the same settings (False)."""
@@ -101,7 +100,7 @@ class BoardService:
         fixed but for the shard count, which a re-shard changes, so they are kept at most
         ``timing.cache`` (the move waits that long before any item moves)."""
         cached = self._layouts.get(board_id)
-        if cached is None or time.monotonic() - cached.read_at >= self.timing.cache.total_seconds():
+        if cached is None:
             board = self.boards.get_board(board_id, consistent=True)
             if board is None:
                 raise NotFound(f"board {board_id} does not exist")
@@ -109,8 +108,7 @@ class BoardService:
         return layouts.effective(cached.settings, cached.reshard, self.clock(), self.timing)
 
     def _keep(self, board: Board) -> Layout:
-        kept = self._layouts[board.board_id] = Layout(board.settings, board.reshard, time.monotonic())
-        return kept
+        return self._layouts.keep(board.board_id, Layout(board.settings, board.reshard))
 
     def period(self, settings: BoardSettings, requested: str | None = None) -> str:
         """The period a request means: the current one by the clock, unless it asks for

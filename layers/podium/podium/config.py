@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache
 
 DEFAULT_SHARD_QUERY_CONCURRENCY = 100  # every shard of a board (at most 100) at once
@@ -15,6 +16,7 @@ DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
 # in, at most (docs/streams.md, "Popular members: the fan-out in chunks", for why 500).
 DEFAULT_FANOUT_CHUNK_SIZE = 500
 MAX_FANOUT_CHUNK_SIZE = 5000
+MAX_READ_CACHE_SECONDS = 1  # the head's 2 s of lag, less the stream's second
 _PROCESS_CURSOR_KEY = secrets.token_urlsafe(32)
 
 
@@ -49,6 +51,11 @@ class Settings:
     # phase of a move waits this long, and the margin below, for every instance to see the
     # one before (podium.layouts).
     layout_cache_seconds: int = 5
+    # How long an instance keeps what every ranking read of a board reads first (the board,
+    # its count, its head) and its count tree's root (podium.recent): a hot board's reads
+    # reach DynamoDB about once a second per warm instance. The head may lag writes by 2 s
+    # (the stream takes about one): at most 1 s here. 0 keeps nothing; the template says 1.
+    read_cache_seconds: float = 0
     # A request's longest time between reading a layout and its last write (API Gateway
     # gives up at 29 s): the rest of a move's wait between phases.
     reshard_margin_seconds: int = 30
@@ -66,6 +73,9 @@ class Settings:
             raise ValueError(f"SNAPSHOT_RETENTION_DAYS must be at least 1, not {days}")
         if not 1 <= self.layout_cache_seconds <= 300:
             raise ValueError(f"LAYOUT_CACHE_SECONDS must be from 1 to 300, not {self.layout_cache_seconds}")
+        if not 0 <= self.read_cache_seconds <= MAX_READ_CACHE_SECONDS:
+            seconds = self.read_cache_seconds
+            raise ValueError(f"READ_CACHE_SECONDS must be from 0 to {MAX_READ_CACHE_SECONDS}, not {seconds}")
         if not 0 <= self.reshard_margin_seconds <= 300:
             margin = self.reshard_margin_seconds
             raise ValueError(f"RESHARD_MARGIN_SECONDS must be from 0 to 300, not {margin}")
@@ -108,6 +118,7 @@ class Settings:
             auth_jwks_url=os.environ.get("AUTH_JWKS_URL", ""),
             cursor_key=os.environ.get("CURSOR_KEY", ""),
             layout_cache_seconds=_integer("LAYOUT_CACHE_SECONDS", 5),
+            read_cache_seconds=_number("READ_CACHE_SECONDS", 0),
             reshard_margin_seconds=_integer("RESHARD_MARGIN_SECONDS", 30),
             reshard_budget_seconds=_integer("RESHARD_BUDGET_SECONDS", 45),
             request_metrics=_switch("REQUEST_METRICS"),
@@ -128,6 +139,16 @@ def _integer(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
+
+
+def _number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(Decimal(raw))
+    except ArithmeticError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
 
 
 def _switch(name: str) -> bool:

@@ -5,7 +5,7 @@ read is made (``podium.indexreads``); docs/performance.md has what each costs.""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -20,6 +20,7 @@ from podium.models import Board, IndexEntry, Page, RankedEntry, ScoreState, View
 from podium.periods import ALL_TIME
 from podium.ports import BoardStore, IndexReader, MemberStore, TreeStore
 from podium.ranking import TopStats, around_window, assign_ranks, decode
+from podium.recent import Recent
 from podium.treereads import TreeReader
 from podium.validation import MAX_DATA_BYTES
 
@@ -109,26 +110,38 @@ class ReadService:
         members: MemberStore,
         index: IndexReader,
         tree: TreeStore,
+        keep_seconds: float = 0,
     ) -> None:
         self.boards = boards
         self.board_store = board_store
         self.members = members
         self.index = index
-        # One reader for the process: it keeps the trees' shapes it has seen.
-        self.counting = Counting(index, TreeReader(tree))
+        # One reader for the process: it keeps the trees' shapes it has seen, and each
+        # tree's root for ``keep_seconds``.
+        self.counting = Counting(index, TreeReader(tree, root_seconds=keep_seconds))
+        # What every read of a board reads first, kept for ``keep_seconds`` (podium.recent).
+        self._views: Recent[tuple[str, str, bool], View] = Recent(keep_seconds)
 
     def _read(
         self, board_id: str, requested_period: str | None, *, member_id: str | None = None, head: bool = False
     ) -> Read:
         """The board, the period read and ``total``, and what else the read asked for (the
         member's score, the head), in one BatchGetItem: the board's fixed settings are
-        cached, so the period is known before the read."""
+        cached, so the period is known before the read. The board, count and head are kept
+        for a moment (``keep_seconds``): then a rank reads only the member's score."""
         period = self.boards.period(self.boards.settings(board_id), requested_period)
-        view = self.board_store.view(
-            board_id, period, with_count=period != ALL_TIME, member_id=member_id, head=head
-        )
-        if view.board is None:
-            raise NotFound(f"board {board_id} does not exist")
+        kept = self._views.get((board_id, period, head))
+        if kept is not None:
+            score = self.members.get_score(board_id, member_id, period) if member_id is not None else None
+            view = replace(kept, score=score)
+        else:
+            view = self.board_store.view(
+                board_id, period, with_count=period != ALL_TIME, member_id=member_id, head=head
+            )
+            if view.board is None:
+                raise NotFound(f"board {board_id} does not exist")
+            self._views.keep((board_id, period, head), replace(view, score=None))
+        assert view.board is not None  # none is kept
         total = view.board.member_count if period == ALL_TIME else view.period_count
         # The board item just read says which index to read (a re-shard switches it).
         return Read(view.board, period, total, view)

@@ -57,7 +57,8 @@ class Services:
     def reads(self) -> ReadService:
         from podium.reads import ReadService
 
-        return ReadService(self.boards, self.db.boards, self.db.members, self.db.index, self.db.tree)
+        db, keep = self.db, settings().read_cache_seconds
+        return ReadService(self.boards, db.boards, db.members, db.index, db.tree, keep_seconds=keep)
 
     @cached_property
     def bands(self) -> ScoreBands:
