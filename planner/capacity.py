@@ -64,6 +64,18 @@ TREE_LEAF_MEMBERS = 18
 TREE_FANOUT = 24
 TREE_NODE_RCU = 0.5  # a node stays under 4 KB (split past about 2 KB): one block, eventually consistent
 
+# -- What each function instance keeps (podium.recent; docs/capacity.md, "Hot boards") ------
+READ_CACHE_SECONDS = 1.0  # the template's ReadCacheSeconds: the board, count, head, tree root
+LAYOUT_CACHE_SECONDS = 5.0  # LAYOUT_CACHE_SECONDS: a board's layout, read strongly consistent
+LAYOUT_RCU = 1.0  # the board item, strongly consistent
+# estimate: how long a warm instance takes over one request (Lambda bills it by the ms);
+# how many instances a read rate keeps busy is rate x this. A top page from a kept head
+# makes no DynamoDB request; a rank makes two round trips (its score, then the tree's path).
+TOP_READ_MS = 10.0
+RANK_READ_MS = 20.0
+WRITE_MS = 25.0  # a score update: the layout kept, one conditional write
+STREAM_MS_PER_UPDATE = 2.0  # each of the two stream consumers, per record, batched
+
 # -- The event log (docs/event-log.md) --------------------------------------------------
 EVENT_WCU = 7  # insert 2 + mark 2 + delete 1 on its bucket, + 2 for the eventId claim
 EVENT_RCU = 1  # the fold's consistent read of the log
@@ -105,6 +117,7 @@ class Workload:
     cache_ttl_s: float = 0.0  # TopCacheTtlSeconds
     cached_pages: int = 10  # distinct top pages (cache keys) being read
     safety: float = SAFETY_FRACTION
+    read_cache_s: float = READ_CACHE_SECONDS  # ReadCacheSeconds (0: every read reads the board)
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,8 @@ class Plan:
     naive_rank_rcu_per_read: float
     index_rcu_per_shard: float
     board_partition_rcu: float  # reads of B#{board}: board, count, head
+    head_item_rcu: float  # of those, the head's: the busiest single item of a top-heavy board
+    read_instances: float  # warm instances the reads keep busy (each keeps its own copies)
     tree_partition_rcu: float  # reads of T#{board}#{period}: the count tree's nodes
     tree_root_rcu: float  # of those, the root's: every rank reads it
     bytes_per_member: int
@@ -217,6 +232,18 @@ def naive_rank_rcu(members: int, shards: int) -> float:
     return VIEW_RCU + MEMBER_SCORE_RCU + shards * query_rcu(members / 2 / shards)
 
 
+def instances(reads_per_s: float, ms: float) -> float:
+    """Warm instances a read rate keeps busy: rate x time per request (Little's law), and
+    at least one while there are any reads."""
+    return max(1.0, reads_per_s * ms / 1000) if reads_per_s > 0 else 0.0
+
+
+def reaching(reads_per_s: float, busy: float, keep_s: float) -> float:
+    """Of ``reads_per_s`` reads, how many a second read a kept item from DynamoDB: one per
+    instance per ``keep_s`` at most, each instance keeping its own copy."""
+    return reads_per_s if keep_s <= 0 else min(reads_per_s, busy / keep_s)
+
+
 def bytes_per_member(data_bytes: int) -> int:
     return (
         (ITEM_OVERHEAD_BYTES + PROFILE_ITEM_BYTES + data_bytes)
@@ -273,9 +300,19 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         top_reads = min(top_reads, w.cached_pages / w.cache_ttl_s)
     rank_total, path_rcu = rank_rcu(w.members)
 
-    top_table_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU)
+    # Each instance keeps the board, count and head (tops) and the board and the tree's root
+    # (ranks) for read_cache_s, and every board's layout for LAYOUT_CACHE_SECONDS.
+    top_busy = instances(top_reads, TOP_READ_MS)
+    rank_busy = instances(w.rank_reads_per_s, RANK_READ_MS)
+    top_views = reaching(top_reads, top_busy, w.read_cache_s)
+    rank_views = reaching(w.rank_reads_per_s, rank_busy, w.read_cache_s)
+    layouts = (top_busy + rank_busy) / LAYOUT_CACHE_SECONDS * LAYOUT_RCU
+    head_rcu = top_views * HEAD_ITEM_RCU
+    top_table_rcu = top_views * (VIEW_RCU + HEAD_ITEM_RCU)
     top_index_rcu = top_reads * (top_rcu - VIEW_RCU - HEAD_ITEM_RCU)
-    table_rcu = top_table_rcu + w.rank_reads_per_s * rank_total
+    rank_kept = rank_views * (RANK_BOARD_RCU + TREE_NODE_RCU)  # the board and the root
+    rank_each = RANK_VIEW_RCU - RANK_BOARD_RCU + path_rcu - TREE_NODE_RCU  # score, path below root
+    table_rcu = top_table_rcu + rank_kept + w.rank_reads_per_s * rank_each + layouts
     table_rcu += w.events_per_s * EVENT_RCU
     index_rcu = top_index_rcu
     index_rcu_per_shard = index_rcu / shards
@@ -286,28 +323,39 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "each query reads one block (0.5 RCU); serve top-k from the head, or cache the top "
             "pages (TopCacheTtlSeconds)."
         )
-    board_rcu = top_reads * (VIEW_RCU + HEAD_ITEM_RCU) + w.rank_reads_per_s * RANK_BOARD_RCU
+    board_rcu = top_table_rcu + rank_views * RANK_BOARD_RCU + layouts
+    if head_rcu > w.safety * PARTITION_RCU_PER_S:
+        warnings.append(
+            f"the head item takes {head_rcu:,.0f} RCU/s, over {w.safety:.0%} of the "
+            f"{PARTITION_RCU_PER_S:,} one item serves: keep it longer in the functions "
+            "(ReadCacheSeconds) or cache the top pages (TopCacheTtlSeconds)."
+        )
     if board_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
             f"the board's own items (B#{{board}}: board, count, head) take {board_rcu:,.0f} "
             f"RCU/s, over {w.safety:.0%} of one partition's {PARTITION_RCU_PER_S:,} (DynamoDB may split "
             "them by sort key, but no single item goes past it). Cache the top pages "
-            "(TopCacheTtlSeconds) and the board in the functions."
+            "(TopCacheTtlSeconds), or keep the board longer in the functions (ReadCacheSeconds)."
         )
-    tree_rcu = w.rank_reads_per_s * path_rcu
-    root_rcu = w.rank_reads_per_s * TREE_NODE_RCU
+    root_rcu = rank_views * TREE_NODE_RCU
+    tree_rcu = w.rank_reads_per_s * (path_rcu - TREE_NODE_RCU) + root_rcu
     if root_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
             f"every rank reads the count tree's root: {w.rank_reads_per_s:,.0f} ranks/s take "
             f"{root_rcu:,.0f} RCU/s of that one item, over {w.safety:.0%} of the {PARTITION_RCU_PER_S:,} "
-            "a partition (and so an item) serves. Cache rank answers, or read fewer ranks per board."
+            "a partition (and so an item) serves. Keep it in the functions (ReadCacheSeconds), or "
+            "read fewer ranks per board."
         )
     elif tree_rcu > w.safety * PARTITION_RCU_PER_S:
+        levels = tree_levels(w.members)
+        below_root = levels[-2] if len(levels) > 1 else 1
+        busiest = max(root_rcu, w.rank_reads_per_s * TREE_NODE_RCU / below_root)
         warnings.append(
             f"the count tree's items (T#{{board}}#{{period}}) take {tree_rcu:,.0f} RCU/s, over "
             f"{w.safety:.0%} of one partition's {PARTITION_RCU_PER_S:,}: DynamoDB splits a hot "
-            "partition by sort key (its nodes are separate items; the root, the busiest, takes "
-            f"{root_rcu:,.0f}), but it does so only after the load has lasted a while."
+            "partition by sort key (its nodes are separate items, the busiest taking about "
+            f"{busiest:,.0f}), but it does so only after the load has lasted a while "
+            f"(about {math.ceil(tree_rcu / (w.safety * PARTITION_RCU_PER_S))} partitions' worth)."
         )
     if w.events_per_s > 0:
         per_bucket = w.events_per_s * EVENT_BUCKET_WCU / EVENT_BUCKETS
@@ -338,11 +386,13 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         table_rcu=table_rcu,
         index_rcu=index_rcu,
         top_rcu_per_read=top_rcu,
-        top_reads_to_dynamodb=top_reads,
+        top_reads_to_dynamodb=top_views,
         rank_rcu_per_read=rank_total,
         naive_rank_rcu_per_read=naive_rank_rcu(w.members, shards),
         index_rcu_per_shard=index_rcu_per_shard,
         board_partition_rcu=board_rcu,
+        head_item_rcu=head_rcu,
+        read_instances=top_busy + rank_busy,
         tree_partition_rcu=tree_rcu,
         tree_root_rcu=root_rcu,
         bytes_per_member=per_member,

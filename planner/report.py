@@ -6,16 +6,59 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from planner import bill as bills
 from planner import capacity
 from planner.capacity import Plan, Prices, Workload
 
 
 def as_json(workload: Workload, prices: Prices, result: Plan) -> dict[str, Any]:
+    whole = bills.bill(workload, result)
     return {
         "workload": asdict(workload),
         "prices": {**asdict(prices), "region": capacity.PRICE_REGION, "asOf": capacity.PRICE_DATE},
         "plan": {**asdict(result), "monthly_cost": result.monthly_cost},
+        "bill": {
+            **asdict(whole),
+            "asOf": bills.PRICE_DATE,
+            "totals": {
+                f.name: {
+                    "onDemand": whole.total(f.name),
+                    "provisioned": whole.total(f.name, provisioned=True),
+                }
+                for f in whole.fronts
+            },
+        },
     }
+
+
+def render_bill(workload: Workload, result: Plan) -> list[str]:
+    """The whole month: the front door side by side, Lambda, data out, DynamoDB both ways."""
+    b = bills.bill(workload, result)
+    rows: list[tuple[str, str]] = [
+        ("requests a month", f"{b.requests_per_month / 1e9:,.2f} billion"),
+        *((f"{f.name}", f"${f.monthly:,.2f} a month ({f.note})") for f in b.fronts),
+        ("Lambda (arm64, 512 MB)", f"${b.lambda_monthly:,.2f} a month"),
+        ("data out to the internet", f"${b.egress_monthly:,.2f} a month ({b.egress_gb / 1024:,.1f} TB)"),
+        ("DynamoDB on demand", f"${b.dynamodb_on_demand:,.2f} a month"),
+        (
+            "DynamoDB provisioned",
+            f"${b.dynamodb_provisioned:,.2f} a month (auto scaling at {bills.AUTOSCALING_TARGET:.0%}; "
+            f"cheaper while the average load is over {b.provisioned_break_even:.0%} of the peak)",
+        ),
+        *(
+            (
+                f"whole bill with {f.name}",
+                f"${b.total(f.name):,.2f} on demand, ${b.total(f.name, provisioned=True):,.2f} provisioned",
+            )
+            for f in b.fronts
+        ),
+    ]
+    width = max(len(label) for label, _ in rows)
+    return [
+        "",
+        f"the whole bill (list prices, {capacity.PRICE_REGION}, as of {bills.PRICE_DATE}; no API cache):",
+        *(f"{label:<{width}}  {value}" for label, value in rows),
+    ]
 
 
 def render(workload: Workload, prices: Prices, result: Plan) -> str:
@@ -56,6 +99,12 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
             f"{p.tree_partition_rcu:,.0f} (its root {p.tree_root_rcu:,.0f} of "
             f"{capacity.PARTITION_RCU_PER_S:,}: {p.tree_root_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
         ),
+        ("instances the reads keep busy", f"{p.read_instances:,.0f} (each keeps its own board, head, root)"),
+        (
+            "head item RCU/s",
+            f"{p.head_item_rcu:,.0f} of {capacity.PARTITION_RCU_PER_S:,} "
+            f"({p.head_item_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
+        ),
         ("top read: RCU each", f"{p.top_rcu_per_read:g} ({p.top_reads_to_dynamodb:,.0f}/s reach DynamoDB)"),
         ("rank read: RCU each", f"{p.rank_rcu_per_read:g} (naive COUNT: {p.naive_rank_rcu_per_read:,.1f})"),
         ("storage per member", f"{p.bytes_per_member:,} B ({p.storage_gb:,.2f} GB)"),
@@ -71,5 +120,6 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
     lines.append(
         f"\nprices: {capacity.PRICE_REGION}, on-demand, Standard table class, as of {capacity.PRICE_DATE}"
     )
+    lines.extend(render_bill(workload, p))
     lines.extend(f"warning: {warning}" for warning in p.warnings)
     return "\n".join(lines)

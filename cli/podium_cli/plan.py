@@ -56,6 +56,10 @@ def plan_command(
     cached_pages: Annotated[
         int, typer.Option(help="Distinct top pages being read", rich_help_panel=WORKLOAD)
     ] = 10,
+    read_cache: Annotated[
+        float,
+        typer.Option(help="ReadCacheSeconds (0: nothing kept)", rich_help_panel=WORKLOAD),
+    ] = capacity.READ_CACHE_SECONDS,
     safety: Annotated[
         float, typer.Option(help="Of a partition's limit, the share planned for", rich_help_panel=WORKLOAD)
     ] = capacity.SAFETY_FRACTION,
@@ -91,6 +95,7 @@ def plan_command(
         cache_ttl_s=cache_ttl,
         cached_pages=cached_pages,
         safety=safety,
+        read_cache_s=read_cache,
     )
     prices = Prices(price_write, price_read, price_storage, price_cache)
     result = capacity.plan(workload, prices)

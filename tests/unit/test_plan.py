@@ -75,10 +75,16 @@ def test_exact_top_100_on_13_shards():
 
 
 def test_top_from_the_head_is_two_units():
-    result = plan(Workload(writes_per_s=10, top_reads_per_s=1_000, rank_reads_per_s=0, members=100, k=100))
+    # (with nothing kept in the functions: ReadCacheSeconds 0)
+    result = plan(
+        Workload(
+            writes_per_s=10, top_reads_per_s=1_000, rank_reads_per_s=0, members=100, k=100, read_cache_s=0
+        )
+    )
     assert result.top_rcu_per_read == 2.0
     assert result.index_rcu == 0
-    assert result.table_rcu == 2_000
+    # 2 RCU a read, and the layout of each of the 10 busy instances (1,000/s x 10 ms) every 5 s
+    assert result.table_rcu == 2_000 + 10 / 5
     # k over 100 reads the index: one shard reads 101 + 1 = 102 keys -> 10,200 B -> 3 blocks
     deep = plan(Workload(writes_per_s=10, top_reads_per_s=1_000, rank_reads_per_s=0, members=100, k=101))
     assert deep.top_rcu_per_read == 3.5  # 3 * 0.5 + 1 (board, count) + 1 (head)
@@ -124,16 +130,51 @@ def test_the_planner_s_tree_is_the_service_s():
 
 
 def test_ranks_load_the_count_tree_s_partition_and_its_root():
-    # Given 4,000 ranks a second on 1,000,000 members: 4,000 x 2.5 RCU of tree nodes, of
-    # which the root, read by every rank, takes 4,000 x 0.5
-    result = plan(Workload(writes_per_s=10, top_reads_per_s=0, rank_reads_per_s=4_000, members=1_000_000))
+    # Given 4,000 ranks a second on 1,000,000 members, with nothing kept in the functions:
+    # 4,000 x 2.5 RCU of tree nodes, of which the root, read by every rank, takes 4,000 x 0.5
+    ranks = {"writes_per_s": 10, "top_reads_per_s": 0, "members": 1_000_000, "read_cache_s": 0}
+    result = plan(Workload(rank_reads_per_s=4_000, **ranks))
     assert (result.tree_partition_rcu, result.tree_root_rcu) == (10_000, 2_000)
     assert result.index_rcu == 0  # a rank queries no shard
-    assert result.table_rcu == 4_000 * 4.5
+    # 4.5 RCU a rank, and 80 busy instances' layouts (4,000/s x 20 ms) every 5 s
+    assert result.table_rcu == 4_000 * 4.5 + 80 / 5
     assert any("T#{board}#{period}" in warning for warning in result.warnings)
     # and 6,000 ranks a second take 3,000 RCU/s of the root alone: past what an item serves
-    hot = plan(Workload(writes_per_s=10, top_reads_per_s=0, rank_reads_per_s=6_000, members=1_000_000))
+    hot = plan(Workload(rank_reads_per_s=6_000, **ranks))
     assert any("root" in warning and "one item" in warning for warning in hot.warnings)
+
+
+def test_kept_in_the_functions_a_hot_board_s_items_are_read_once_a_second_per_instance():
+    # Given the issue's hot board: 100,000 top-100 reads and 10,000 ranks a second on
+    # 1,000,000 members, each instance keeping the board, count, head and root for 1 s
+    result = plan(
+        Workload(writes_per_s=10, top_reads_per_s=100_000, rank_reads_per_s=10_000, members=1_000_000, k=100)
+    )
+    # The reads keep 1,000 + 200 instances busy (10 ms a top, 20 ms a rank)
+    assert result.read_instances == 1_200
+    # Each reads the head once a second: 1,000 RCU/s of the head item, not 100,000
+    assert result.head_item_rcu == 1_000
+    assert result.top_reads_to_dynamodb == 1_000
+    # The board's partition: the tops' board, count and head (2 RCU) 1,000 times a second,
+    # the ranks' board (1 RCU, read with the score) 200 times, every instance's layout every 5 s
+    assert result.board_partition_rcu == 1_000 * 2 + 200 * 1 + 1_200 / 5
+    assert result.board_partition_rcu < 0.9 * capacity.PARTITION_RCU_PER_S
+    # The root 200 times a second; every rank still reads its score and the 4 nodes below
+    assert result.tree_root_rcu == 200 * 0.5
+    assert result.tree_partition_rcu == 10_000 * 4 * 0.5 + 100
+    # Without the functions keeping them, the head alone would need 33 items' worth
+    uncached = plan(
+        Workload(
+            writes_per_s=10,
+            top_reads_per_s=100_000,
+            rank_reads_per_s=10_000,
+            members=1_000_000,
+            k=100,
+            read_cache_s=0,
+        )
+    )
+    assert uncached.head_item_rcu == 100_000
+    assert any("head item" in warning for warning in uncached.warnings)
 
 
 def test_storage_and_monthly_cost():
@@ -157,14 +198,14 @@ def test_prices_can_be_overridden():
 
 def test_the_api_cache_caps_top_reads_reaching_dynamodb():
     # Given 16,000 top reads/s over 10 cached pages with a 2 s TTL: 5 reads/s miss the cache
-    result = plan(
-        Workload(
-            writes_per_s=10, top_reads_per_s=16_000, rank_reads_per_s=0, members=100, k=100, cache_ttl_s=2
-        )
-    )
+    cached = {"writes_per_s": 10, "top_reads_per_s": 16_000, "rank_reads_per_s": 0, "members": 100, "k": 100}
+    result = plan(Workload(cache_ttl_s=2, read_cache_s=0, **cached))
     assert result.top_reads_to_dynamodb == 5
-    assert result.table_rcu == 10  # 5 * 2
+    assert result.table_rcu == 10 + 1 / 5  # 5 * 2, and one instance's layout every 5 s
     assert result.monthly_cache_cost == pytest.approx(0.02 * 730)
+    # and the one instance those 5 reads keep busy reads the head once a second
+    kept = plan(Workload(cache_ttl_s=2, **cached))
+    assert kept.top_reads_to_dynamodb == 1
 
 
 def test_event_log_ceiling_per_member():
