@@ -18,7 +18,8 @@ made from then on flow through it. For ``seconds``:
   of 100 after a cursor, each steered by the head's hint, and records the keys each read
   and its rounds of shard queries (``ReadService.top_read``);
 * a probe sets one member to a new best score every few seconds and times how long the
-  head (``top?limit=1``, not consistent) takes to show it.
+  head (``top?limit=1``, not consistent) takes to show it to a reader that keeps what it
+  reads for the template's ``ReadCacheSeconds``, as a deployed function instance does.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from typing import Any
 
 from bench import load
 from bench.measure import percentile, top_budget
+from devstack import template
 from devstack.streams import StreamTail
 from podium.config import Settings
 from podium.dal import Database
 from podium.models import BoardSettings
-from podium.reads import TopRead
+from podium.reads import ReadService, TopRead
 from podium.stream.aggregate import Aggregator
 from podium.validation import BoardRequest
 from podium.wiring import Services
@@ -155,8 +157,19 @@ def _note(seen: Observed, name: str, read: TopRead) -> None:
     seen.rounds.setdefault(name, []).append(stats.rounds)
 
 
+def template_read_cache_seconds() -> float:
+    """``ReadCacheSeconds``' default in template.yaml: what a deployed instance keeps."""
+    parameters = template.load()["Parameters"]
+    return float(parameters["ReadCacheSeconds"]["Default"])
+
+
 def _probe(service: Services, board_id: str, members: int, stop: threading.Event, seen: Observed) -> None:
-    """Set a member to a new best score; time how long until the head serves it first."""
+    """Set a member to a new best score; time how long until the head serves it first, to
+    a reader that keeps the head as a function instance does."""
+    db = service.db
+    reader = ReadService(
+        service.boards, db.boards, db.members, db.index, db.tree, keep_seconds=template_read_cache_seconds()
+    )
     best = 2 * load.TOP_SCORE
     draw = random.Random(7)
     while not stop.wait(PROBE_EVERY_S):
@@ -165,7 +178,7 @@ def _probe(service: Services, board_id: str, members: int, stop: threading.Event
         service.members.submit_score(board_id, member, Decimal(best))
         written = time.monotonic()
         while time.monotonic() - written < PROBE_GIVE_UP_S:
-            page = service.reads.top(board_id, 1, None, False)
+            page = reader.top(board_id, 1, None, False)
             if page.entries and page.entries[0].member_id == member and page.entries[0].score == best:
                 break
             time.sleep(0.02)

@@ -348,6 +348,11 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
                 _verdict(max(lags) <= 2.0),
             ]
         )
+    if results.get("hot"):
+        from bench import hot
+
+        hot_target, hot_measured, hot_met = hot.target_row(results["hot"])
+        lines.append([hot_target, hot_measured, _verdict(hot_met)])
     biggest = _largest(results)
     ranks = _rows(results, pattern="rank", variant="service", size=biggest)
     if ranks:
@@ -1008,7 +1013,10 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     out += ["", "## Pages after a cursor", ""]
     out += [
         f"Pages 2 to {plan['pages'] + 1} of {plan['pageSize']} entries, each after the previous page's "
-        "`nextCursor`, on the consistent path. **Shard-query rounds** are the rounds of shard queries "
+        "`nextCursor`, read as a client reads them by default (not `consistent`): the page's keys from the "
+        "index, steered by the head, and its place in the listing counted when it is read, from the count "
+        "tree as a rank is (with `consistent=true` the place is counted from the index itself while that "
+        "fits the 500 RCU bound). **Shard-query rounds** are the rounds of shard queries "
         "the read took, as `gather_top` counts them (`ReadService.top_read`: every query "
         "of a round is sent at once, up to 100 in flight); **one round** is the share of pages that "
         "took one.",
@@ -1054,6 +1062,10 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
             "needed one round of shard queries.",
         ]
     out += ["", *_churn_section(results)]
+    if results.get("hot"):
+        from bench import hot
+
+        out += ["", *hot.section(results["hot"], _table)]
     out += ["", *_grown_section(results)]
     out += ["", *_worst_section(results)]
     out += ["", "## Rank", ""]

@@ -22,7 +22,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
-from bench import churn, grown, load, probe, redis_ref, reshardrun, scores, worst
+from bench import churn, grown, hot, load, probe, redis_ref, reshardrun, scores, worst
 from bench.measure import Recorder, Sample, create_tables, percentile, summarise
 from devstack.dynamodb_local import DynamoDBLocal, find_jar
 from devstack.stack import use_local_credentials
@@ -69,6 +69,8 @@ class Plan:
     worst_plan: worst.WorstPlan = field(default_factory=worst.WorstPlan)
     # A board re-sharded 3 -> 17 by the worker (bench/reshardrun.py); members 0: not measured.
     reshard_members: int = 20_000
+    # A hot board read by many instances at once (bench/hot.py); seconds 0: not measured.
+    hot_plan: hot.HotPlan = field(default_factory=hot.HotPlan)
     out: Path = ROOT / "docs"
     data: Path = DATA
 
@@ -88,9 +90,12 @@ class Plan:
         reshard_members = int(os.environ.get("BENCH_RESHARD_MEMBERS", "2000" if quick else "20000"))
         worst_plan = worst.WorstPlan.small() if quick else worst.WorstPlan()
         worst_plan.members = int(os.environ.get("BENCH_WORST_MEMBERS", "5000" if quick else "1000000"))
+        hot_seconds = float(os.environ.get("BENCH_HOT_S", "6" if quick else "20"))
+        hot_plan = hot.HotPlan(members=3_000 if quick else 20_000, seconds=hot_seconds)
         if quick:
             worst_plan.runs = 1
             return cls(
+                hot_plan=hot_plan,
                 worst_plan=worst_plan,
                 reshard_members=reshard_members,
                 grown_plan=grown_plan,
@@ -109,6 +114,7 @@ class Plan:
         big = int(os.environ.get("BENCH_BIG_MEMBERS", "1000000"))
         big_budget = float(os.environ.get("BENCH_BIG_BUDGET_S", "600"))
         return cls(
+            hot_plan=hot_plan,
             worst_plan=worst_plan,
             reshard_members=reshard_members,
             grown_plan=grown_plan,
@@ -145,6 +151,7 @@ class Context:
     checks: list[dict[str, Any]] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
     churn: list[dict[str, Any]] = field(default_factory=list)
+    hot: dict[str, Any] | None = None
     grown: dict[str, Any] | None = None
     worst: dict[str, Any] | None = None
     reshard: dict[str, Any] | None = None
@@ -234,9 +241,11 @@ def with_shard_rounds(summary: dict[str, Any], rounds: list[int]) -> dict[str, A
     }
 
 
-def consistent_top(ctx: Context, board_id: str, limit: int, cursor: str | None, rounds: list[int]) -> Page:
+def consistent_top(
+    ctx: Context, board_id: str, limit: int, cursor: str | None, rounds: list[int], consistent: bool = True
+) -> Page:
     """``service_top(..., consistent=True)``, noting the rounds of shard queries it took."""
-    read = ctx.service.reads.top_read(board_id, limit, cursor, False, consistent=True)
+    read = ctx.service.reads.top_read(board_id, limit, cursor, False, consistent=consistent)
     assert read.stats is not None
     rounds.append(read.stats.rounds)
     return read.page
@@ -275,7 +284,11 @@ def measure_top(ctx: Context, size: int, shards: int) -> None:
 
 
 def measure_cursor_walk(ctx: Context, size: int, shards: int) -> None:
-    """Pages 2.. of the listing, each after the previous page's nextCursor."""
+    """Pages 2.. of the listing, each after the previous page's nextCursor, as a client
+    reads them by default (not ``consistent``): the page from the index, steered by the
+    head, and its place counted as a rank is, from the count tree. (With ``consistent=true``
+    the place is counted from the index itself while that fits the read bound: the entries
+    above the cursor, as ``consistent`` asks.)"""
     plan = ctx.plan
     board_id = ctx.boards[shards]
     samples: list[Sample] = []
@@ -288,7 +301,7 @@ def measure_cursor_walk(ctx: Context, size: int, shards: int) -> None:
             if cursor is None:
                 break
             with ctx.recorder.window() as window:
-                page = consistent_top(ctx, board_id, plan.page_size, cursor, rounds)
+                page = consistent_top(ctx, board_id, plan.page_size, cursor, rounds, consistent=False)
             samples.append(Sample.of(window))
             cursor = page.next_cursor
     if samples:
@@ -591,6 +604,18 @@ def measure_grown(plan: Plan) -> dict[str, Any] | None:
         return grown.run(dynamodb.endpoint, client, plan.grown_plan, plan.data / "grown-stack.log")
 
 
+def measure_hot(plan: Plan) -> dict[str, Any] | None:
+    """A hot board read by many instances at once (``bench/hot.py``), on a DynamoDB Local
+    of its own: what ``--hot-only`` refreshes without the whole run."""
+    if plan.hot_plan.seconds <= 0:
+        return None
+    with own_dynamodb(plan.data / "dynamodb-local-hot.log") as dynamodb:
+        client = local_client(dynamodb.endpoint)
+        streams = local_client(dynamodb.endpoint, "dynamodbstreams")
+        settings = create_tables(client, "hot-")
+        return hot.run(client, streams, settings, dynamodb.endpoint, plan.hot_plan)
+
+
 def measure_worst(plan: worst.WorstPlan, data: Path) -> dict[str, Any] | None:
     """The worst case of every route (``bench/worst.py``), on a DynamoDB Local of its own:
     what ``--worst-only`` refreshes without the whole run."""
@@ -713,6 +738,9 @@ def run(plan: Plan) -> dict[str, Any]:
                 churn_client, streams, create_tables(churn_client, "churn-"), plan.churn_plan
             )
             save(ctx, plan, begun, stopped, None)
+        if plan.hot_plan.seconds > 0:
+            ctx.hot = measure_hot(plan)
+            save(ctx, plan, begun, stopped, None)
         if plan.grown_plan.members > 0:  # last: its stream is the biggest DynamoDB Local holds
             grown_client = local_client(dynamodb.endpoint)
             ctx.grown = grown.run(
@@ -756,6 +784,7 @@ def save(
         "checks": ctx.checks,
         "probes": ctx.probes,
         "churn": ctx.churn,
+        "hot": ctx.hot,
         "grown": ctx.grown,
         "worst": ctx.worst,
         "reshard": ctx.reshard,
