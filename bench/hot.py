@@ -34,7 +34,7 @@ from botocore.config import Config
 
 from bench import load
 from bench.churn import WINDOW_S, WRITER_THREADS, Board, Observed, _write, template_read_cache_seconds
-from bench.measure import KeyReads
+from bench.measure import KeyReads, Recorder, Sample
 from devstack.streams import StreamTail
 from podium.config import Settings
 from podium.dal import Database, schema
@@ -93,15 +93,33 @@ def _serve(
                 served.ranks += 1
 
 
-def _consume(tail: StreamTail, aggregator: Aggregator, stop: threading.Event, seen: Observed) -> None:
+@dataclass
+class Applied:
+    """What the stream consumer wrote for the records it applied."""
+
+    records: int = 0
+    wcu: float = 0.0
+
+
+def _consume(
+    tail: StreamTail,
+    aggregator: Aggregator,
+    recorder: Recorder,
+    stop: threading.Event,
+    seen: Observed,
+    applied: Applied,
+) -> None:
     retry: list[dict[str, Any]] = []
     while not stop.wait(WINDOW_S):
         batch = retry + tail.read()
         if batch:
-            failed = aggregator.keep_batch(batch)
+            with recorder.window() as window:
+                failed = aggregator.keep_batch(batch)
             retry = [record for record in batch if record["eventID"] in failed]
             seen.batches += 1
             seen.records += len(batch)
+            applied.records += len(batch) - len(retry)
+            applied.wcu += Sample.of(window).wcu
 
 
 def _mismatch(readers: list[ReadService], board_id: str, board: Board, seed: int) -> str | None:
@@ -147,14 +165,20 @@ def _run(
     keep_seconds: float,
 ) -> dict[str, Any]:
     store = Database.connect(settings, client=client)
+    recorder = Recorder()  # the consumer's own client: what keeping the board costs
+    consumer_client = boto3.client(
+        "dynamodb", endpoint_url=endpoint, config=Config(retries={"mode": "standard", "max_attempts": 10})
+    )
+    consuming = Database.connect(settings, client=recorder.attach(consumer_client))
     reads = KeyReads()
     readers = [_instance(settings, endpoint, reads, keep_seconds) for _ in range(plan.instances)]
     tail = StreamTail(streams, arn)
     tail.read()  # from now on
-    seen, served = Observed(), Served()
+    seen, served, applied = Observed(), Served(), Applied()
     stop_writes, stop_reads, stop_stream = threading.Event(), threading.Event(), threading.Event()
-    aggregator = Aggregator(store, Services(store).boards.settings, lambda: datetime.now(UTC))
-    consumer = threading.Thread(target=_consume, args=(tail, aggregator, stop_stream, seen))
+    aggregator = Aggregator(consuming, Services(consuming).boards.settings, lambda: datetime.now(UTC))
+    consuming_args = (tail, aggregator, recorder, stop_stream, seen, applied)
+    consumer = threading.Thread(target=_consume, args=consuming_args)
     rate = plan.writes_per_s
     writers = [
         threading.Thread(target=_write, args=(Services(store), board_id, board, rate, stop_writes, seen))
@@ -199,6 +223,7 @@ def _run(
         "perInstancePerSecond": {
             name: per_s[name] / plan.instances for name in ("board", "head", "root") if name in per_s
         },
+        "aggregatorWcuPerRecord": applied.wcu / applied.records if applied.records else None,
         "exactAfter": mismatch is None,
         "mismatch": mismatch,
     }
@@ -325,6 +350,14 @@ def section(hot: dict[str, Any], table: Any) -> list[str]:
         "DynamoDB reads a second, by item:",
         "",
         *table(["kept", "API reads/s", *(label for _, label in names), "exact after"], lines),
+        "",
+        "Keeping the board (heads, counts and count tree) cost the stream consumer "
+        + ", ".join(
+            f"{run['aggregatorWcuPerRecord']:.2f} WCU a record in the run kept {run['keepSeconds']:g} s"
+            for run in hot["runs"]
+            if run.get("aggregatorWcuPerRecord") is not None
+        )
+        + " (DynamoDB Local's consumed capacity; the planner's `STREAM_WCU_PER_UPDATE`).",
         "",
         "This machine serves a few hundred reads a second in all; on AWS a hot board's instances "
         "number about its read rate times the time a read takes, and each reads the kept items as "

@@ -171,7 +171,6 @@ class Recorder:
                 window.calls, self._calls = self._calls, []
 
 
-@dataclass
 class KeyReads:
     """Counts what the clients it is attached to ask DynamoDB to read, item by item: each
     key of a GetItem or BatchGetItem (its ``(pk, sk)``), and each Query (by its index, or

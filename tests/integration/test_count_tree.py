@@ -32,9 +32,9 @@ from podium.counttree import (
     Tombstone,
     Version,
 )
-from podium.dal import codecs, schema
+from podium.dal import schema
 from podium.dal.client import Tables
-from podium.dal.tree import CountTree
+from podium.dal.tree import CountTree, tree_node_from_item
 from podium.ports import TreeStore
 from podium.treekeeper import Tree, TreeKeeper
 from podium.treereads import TreeReader
@@ -62,7 +62,7 @@ def stored_nodes(store: CountTree, board: str, period: str = "all") -> list[Node
         "ExpressionAttributeValues": {":pk": {"S": schema.tree_pk(board, period)}},
         "ConsistentRead": True,
     }
-    return [codecs.tree_node_from_item(item) for item in store.tables.query_items(request)]
+    return [tree_node_from_item(item) for item in store.tables.query_items(request)]
 
 
 def assert_every_member_once_at_its_newest_key(nodes: list[Node], newest: dict[str, str]) -> None:

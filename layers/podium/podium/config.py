@@ -5,7 +5,6 @@ that names it, when something first needs it."""
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
@@ -17,7 +16,6 @@ DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
 DEFAULT_FANOUT_CHUNK_SIZE = 500
 MAX_FANOUT_CHUNK_SIZE = 5000
 MAX_READ_CACHE_SECONDS = 1  # the head's 2 s of lag, less the stream's second
-_PROCESS_CURSOR_KEY = secrets.token_urlsafe(32)
 
 
 class MissingSetting(RuntimeError):
@@ -93,7 +91,7 @@ class Settings:
 
     @property
     def cursor_secret(self) -> str:
-        return self.cursor_key or _PROCESS_CURSOR_KEY
+        return self.cursor_key or _process_cursor_key()
 
     @property
     def auth_issuer(self) -> str:
@@ -123,6 +121,15 @@ class Settings:
             reshard_budget_seconds=_integer("RESHARD_BUDGET_SECONDS", 45),
             request_metrics=_switch("REQUEST_METRICS"),
         )
+
+
+@cache
+def _process_cursor_key() -> str:
+    """A key of this process's own, made when first needed (``secrets`` is not imported by
+    a cold start that never signs a cursor)."""
+    import secrets
+
+    return secrets.token_urlsafe(32)
 
 
 def _required(value: str, name: str, consequence: str) -> str:

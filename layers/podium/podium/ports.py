@@ -9,28 +9,27 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
-from podium.counttree import Count, LeafWrite, Node, NodeId, Put, Version
-from podium.idempotency import RecordedSubmission, SubmissionKey
-from podium.models import (
-    Board,
-    BoardPolicy,
-    Checkpoint,
-    HeadItem,
-    LeaderState,
-    LoggedEvent,
-    Notification,
-    Placement,
-    RankedEntry,
-    Rivals,
-    ScoreChange,
-    ScoreState,
-    Snapshot,
-    View,
-)
-
 if TYPE_CHECKING:
+    from podium.counttree import Count, LeafWrite, Node, NodeId, Put, Version
     from podium.dal.audit import BoardItems, IndexEntry
     from podium.dal.results import Announcement, ResultsBoard
+    from podium.idempotency import RecordedSubmission, SubmissionKey
+    from podium.models import (
+        Board,
+        BoardPolicy,
+        Checkpoint,
+        HeadItem,
+        LeaderState,
+        LoggedEvent,
+        Notification,
+        Placement,
+        RankedEntry,
+        Rivals,
+        ScoreChange,
+        ScoreState,
+        Snapshot,
+        View,
+    )
 
 
 class BoardStore(Protocol):

@@ -5,58 +5,105 @@ owns (shards, sort keys, expiries come in ready) and imports no domain module.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from podium.config import Settings
-from podium.dal.audit import Audit
-from podium.dal.boards import Boards
 from podium.dal.client import Tables
-from podium.dal.eventlog import EventLog
-from podium.dal.index import RankIndex
-from podium.dal.members import Members
-from podium.dal.reshards import Reshards
-from podium.dal.results import Results
-from podium.dal.snapshots import Snapshots
-from podium.dal.social import Social
-from podium.dal.structures import RankStructures
-from podium.dal.tree import CountTree
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from podium.dal.audit import Audit
+    from podium.dal.boards import Boards
+    from podium.dal.eventlog import EventLog
+    from podium.dal.index import RankIndex
+    from podium.dal.members import Members
+    from podium.dal.reshards import Reshards
+    from podium.dal.results import Results
+    from podium.dal.snapshots import Snapshots
+    from podium.dal.social import Social
+    from podium.dal.structures import RankStructures
+    from podium.dal.tree import CountTree
 
-@dataclass(frozen=True)
+
 class Database:
-    """Every repository of one table."""
+    """Every repository of one table. Each is made, and its module imported, when it is
+    first used: a function's cold start imports only the repositories its route uses
+    (docs/cold-start.md); ``boto3`` comes with ``client``, in Lambda's init phase."""
 
-    tables: Tables
-    boards: Boards
-    members: Members
-    index: RankIndex
-    structures: RankStructures
-    social: Social
-    eventlog: EventLog
-    snapshots: Snapshots
-    audit: Audit
-    tree: CountTree
-    results: Results
-    reshards: Reshards
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
 
     @classmethod
     def connect(cls, settings: Settings, client: DynamoDBClient | None = None) -> Database:
-        tables = Tables(settings, client)
-        return cls(
-            tables=tables,
-            boards=Boards(tables),
-            members=Members(tables),
-            index=RankIndex(tables),
-            structures=RankStructures(tables),
-            social=Social(tables),
-            eventlog=EventLog(tables),
-            snapshots=Snapshots(tables),
-            audit=Audit(tables),
-            tree=CountTree(tables),
-            results=Results(tables),
-            reshards=Reshards(tables),
-        )
+        return cls(Tables(settings, client))
+
+    def __repr__(self) -> str:
+        return f"Database({self.tables.settings.table_name!r})"
+
+    @cached_property
+    def boards(self) -> Boards:
+        from podium.dal.boards import Boards
+
+        return Boards(self.tables)
+
+    @cached_property
+    def members(self) -> Members:
+        from podium.dal.members import Members
+
+        return Members(self.tables)
+
+    @cached_property
+    def index(self) -> RankIndex:
+        from podium.dal.index import RankIndex
+
+        return RankIndex(self.tables)
+
+    @cached_property
+    def structures(self) -> RankStructures:
+        from podium.dal.structures import RankStructures
+
+        return RankStructures(self.tables)
+
+    @cached_property
+    def social(self) -> Social:
+        from podium.dal.social import Social
+
+        return Social(self.tables)
+
+    @cached_property
+    def eventlog(self) -> EventLog:
+        from podium.dal.eventlog import EventLog
+
+        return EventLog(self.tables)
+
+    @cached_property
+    def snapshots(self) -> Snapshots:
+        from podium.dal.snapshots import Snapshots
+
+        return Snapshots(self.tables)
+
+    @cached_property
+    def audit(self) -> Audit:
+        from podium.dal.audit import Audit
+
+        return Audit(self.tables)
+
+    @cached_property
+    def tree(self) -> CountTree:
+        from podium.dal.tree import CountTree
+
+        return CountTree(self.tables)
+
+    @cached_property
+    def results(self) -> Results:
+        from podium.dal.results import Results
+
+        return Results(self.tables)
+
+    @cached_property
+    def reshards(self) -> Reshards:
+        from podium.dal.reshards import Reshards
+
+        return Reshards(self.tables)

@@ -9,7 +9,6 @@ from decimal import Decimal
 from typing import Any
 
 from podium import numbers
-from podium.counttree import Count, Entry, Inner, Leaf, Node, Tombstone
 from podium.dal import schema
 from podium.dal.client import Item, deserializer, parse_timestamp, plain, serializer, timestamp
 from podium.models import (
@@ -249,62 +248,6 @@ def head_from_item(item: Item) -> HeadItem:
             int(item["ln"]["N"]),
         )
     return HeadItem(unpack_keys(bytes(item["k"]["B"])), bool(item["c"]["BOOL"]), int(item["v"]["N"]), ladder)
-
-
-def tree_item(board_id: str, period: str, node: Node, expires: int | None) -> Item:
-    """A node's item: ``lvl``, ``lo``, ``hi`` (absent: to the end), ``sv``, and a leaf's
-    entries ``e`` and tombstones ``x`` by member id, or an inner node's children ``c`` by
-    ``k`` + lower end."""
-    item: Item = {
-        **schema.tree_key(board_id, period, None if node.root else node.level, node.lo),
-        "lvl": {"N": str(node.level)},
-        "lo": {"S": node.lo},
-        "sv": {"N": str(node.sv)},
-    }
-    if node.hi is not None:
-        item["hi"] = {"S": node.hi}
-    if isinstance(node, Leaf):
-        item["e"] = {"M": {m: entry_value(e) for m, e in node.entries.items()}}
-        item["x"] = {"M": {m: tombstone_value(t) for m, t in node.tombstones.items()}}
-    else:
-        item["c"] = {"M": {schema.TREE_CHILD + lo: count_value(c) for lo, c in node.children.items()}}
-    if expires is not None:
-        item["ttl"] = {"N": str(expires)}
-    return item
-
-
-def entry_value(entry: Entry) -> Item:
-    ci, v = entry.version
-    return {"M": {"k": {"S": entry.key}, "c": {"N": str(ci)}, "v": {"N": str(v)}}}
-
-
-def tombstone_value(stone: Tombstone) -> Item:
-    ci, v = stone.version
-    return {"M": {"c": {"N": str(ci)}, "v": {"N": str(v)}, "at": {"N": str(stone.at)}}}
-
-
-def count_value(count: Count) -> Item:
-    return {"M": {"n": {"N": str(count.n)}, "sv": {"N": str(count.sv)}}}
-
-
-def tree_node_from_item(item: Item) -> Node:
-    lo, hi, sv = item["lo"]["S"], item["hi"]["S"] if "hi" in item else None, int(item["sv"]["N"])
-    root = item["sk"]["S"] == schema.TREE_ROOT
-    if "e" in item:
-        entries = {
-            m: Entry(e["M"]["k"]["S"], (int(e["M"]["c"]["N"]), int(e["M"]["v"]["N"])))
-            for m, e in item["e"]["M"].items()
-        }
-        stones = {
-            m: Tombstone((int(t["M"]["c"]["N"]), int(t["M"]["v"]["N"])), int(t["M"]["at"]["N"]))
-            for m, t in item.get("x", {}).get("M", {}).items()
-        }
-        return Leaf(lo, hi, sv, entries, stones, root)
-    children = {
-        name[len(schema.TREE_CHILD) :]: Count(int(c["M"]["n"]["N"]), int(c["M"]["sv"]["N"]))
-        for name, c in item["c"]["M"].items()
-    }
-    return Inner(int(item["lvl"]["N"]), lo, hi, sv, children, root)
 
 
 # -- notifications, events, snapshots ---------------------------------------------------------

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from podium.counttree import ROOT, Count, InOrder, Leaf, LeafWrite, Node, NodeId, Put
-from podium.dal import codecs, schema
+from podium.counttree import ROOT, Count, Entry, Inner, InOrder, Leaf, LeafWrite, Node, NodeId, Put, Tombstone
+from podium.dal import schema
 from podium.dal.client import Item, Tables
 
 # What a split's transaction may be refused for, other than a mistake: a condition failed
@@ -38,11 +38,11 @@ class CountTree:
         wanted = {self.key(board_id, period, node_id)["sk"]["S"]: node_id for node_id in ids}
         pk = schema.tree_pk(board_id, period)
         found = self.tables.batch_get([schema.key(pk, sk) for sk in wanted], consistent=consistent)
-        return {wanted[sk]: codecs.tree_node_from_item(item) for (_, sk), item in found.items()}
+        return {wanted[sk]: tree_node_from_item(item) for (_, sk), item in found.items()}
 
     def plant_root(self, board_id: str, period: str, expires: int | None) -> None:
         """An empty root leaf, unless the tree has a root."""
-        self.tables.put_if_absent(codecs.tree_item(board_id, period, Leaf("", None, 0, root=True), expires))
+        self.tables.put_if_absent(tree_item(board_id, period, Leaf("", None, 0, root=True), expires))
 
     def write_leaf(self, board_id: str, period: str, write: LeafWrite) -> tuple[bool, Node | None]:
         """One leaf write (``counttree.LeafWrite``), answered with the leaf after it, or with
@@ -52,12 +52,12 @@ class CountTree:
         sets, removes = [], []
         if write.entry is not None:
             sets.append("#e.#m = :entry")
-            values[":entry"] = codecs.entry_value(write.entry)
+            values[":entry"] = entry_value(write.entry)
         else:
             removes.append("#e.#m")
         if write.tombstone is not None:
             sets.append("#x.#m = :stone")
-            values[":stone"] = codecs.tombstone_value(write.tombstone)
+            values[":stone"] = tombstone_value(write.tombstone)
         else:
             removes.append("#x.#m")
         for index, member in enumerate(write.drop):
@@ -80,7 +80,7 @@ class CountTree:
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
-        return done, codecs.tree_node_from_item(item) if item else None
+        return done, tree_node_from_item(item) if item else None
 
     def report(
         self, board_id: str, period: str, parent: NodeId, level: int, counts: Mapping[str, Count]
@@ -93,7 +93,7 @@ class CountTree:
         sets, conditions = [], ["#lvl = :lvl"]
         for index, (lo, count) in enumerate(sorted(counts.items())):
             names[f"#k{index}"] = schema.TREE_CHILD + lo
-            values[f":c{index}"] = codecs.count_value(count)
+            values[f":c{index}"] = count_value(count)
             values[f":s{index}"] = {"N": str(count.sv)}
             sets.append(f"#c.#k{index} = :c{index}")
             conditions.append(f"#c.#k{index}.#sv < :s{index}")
@@ -105,14 +105,14 @@ class CountTree:
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
-        return done, codecs.tree_node_from_item(item) if item else None
+        return done, tree_node_from_item(item) if item else None
 
     def replace(self, board_id: str, period: str, puts: Sequence[Put], expires: int | None) -> bool:
         """A split: the nodes written whole in one TransactWriteItems, each on the condition
         that its item still has the ``sv`` it was read with (or does not exist yet)."""
         actions: list[Any] = []
         for put in puts:
-            action: dict[str, Any] = {"Item": codecs.tree_item(board_id, period, put.node, expires)}
+            action: dict[str, Any] = {"Item": tree_item(board_id, period, put.node, expires)}
             if put.was is None:
                 action["ConditionExpression"] = "attribute_not_exists(pk)"
             else:
@@ -128,15 +128,14 @@ class CountTree:
     def put_nodes(self, board_id: str, period: str, nodes: Sequence[Node], expires: int | None) -> None:
         """Write the nodes whole (a build, on a tree that no one else writes meanwhile)."""
         self.tables.batch_write(
-            [{"PutRequest": {"Item": codecs.tree_item(board_id, period, node, expires)}} for node in nodes]
+            [{"PutRequest": {"Item": tree_item(board_id, period, node, expires)}} for node in nodes]
         )
 
     def all_nodes(self, board_id: str, period: str) -> list[Node]:
         """Every node of the period's tree, read strongly consistent (one query of its
         partition: the checker, and a rebuild's count of what it replaces)."""
         return [
-            codecs.tree_node_from_item(item)
-            for item in self.tables.query_items(self._partition(board_id, period))
+            tree_node_from_item(item) for item in self.tables.query_items(self._partition(board_id, period))
         ]
 
     def drop(self, board_id: str, period: str) -> int:
@@ -174,3 +173,62 @@ def _leaf_condition(expect: InOrder | int, names: dict[str, str], values: dict[s
         values[":key"] = {"S": expect.key}
         parts += ["#lo <= :key", "(attribute_not_exists(#hi) OR :key < #hi)"]
     return " AND ".join(parts)
+
+
+# -- the items' codecs ------------------------------------------------------------------
+
+
+def tree_item(board_id: str, period: str, node: Node, expires: int | None) -> Item:
+    """A node's item: ``lvl``, ``lo``, ``hi`` (absent: to the end), ``sv``, and a leaf's
+    entries ``e`` and tombstones ``x`` by member id, or an inner node's children ``c`` by
+    ``k`` + lower end."""
+    item: Item = {
+        **schema.tree_key(board_id, period, None if node.root else node.level, node.lo),
+        "lvl": {"N": str(node.level)},
+        "lo": {"S": node.lo},
+        "sv": {"N": str(node.sv)},
+    }
+    if node.hi is not None:
+        item["hi"] = {"S": node.hi}
+    if isinstance(node, Leaf):
+        item["e"] = {"M": {m: entry_value(e) for m, e in node.entries.items()}}
+        item["x"] = {"M": {m: tombstone_value(t) for m, t in node.tombstones.items()}}
+    else:
+        item["c"] = {"M": {schema.TREE_CHILD + lo: count_value(c) for lo, c in node.children.items()}}
+    if expires is not None:
+        item["ttl"] = {"N": str(expires)}
+    return item
+
+
+def entry_value(entry: Entry) -> Item:
+    ci, v = entry.version
+    return {"M": {"k": {"S": entry.key}, "c": {"N": str(ci)}, "v": {"N": str(v)}}}
+
+
+def tombstone_value(stone: Tombstone) -> Item:
+    ci, v = stone.version
+    return {"M": {"c": {"N": str(ci)}, "v": {"N": str(v)}, "at": {"N": str(stone.at)}}}
+
+
+def count_value(count: Count) -> Item:
+    return {"M": {"n": {"N": str(count.n)}, "sv": {"N": str(count.sv)}}}
+
+
+def tree_node_from_item(item: Item) -> Node:
+    lo, hi, sv = item["lo"]["S"], item["hi"]["S"] if "hi" in item else None, int(item["sv"]["N"])
+    root = item["sk"]["S"] == schema.TREE_ROOT
+    if "e" in item:
+        entries = {
+            m: Entry(e["M"]["k"]["S"], (int(e["M"]["c"]["N"]), int(e["M"]["v"]["N"])))
+            for m, e in item["e"]["M"].items()
+        }
+        stones = {
+            m: Tombstone((int(t["M"]["c"]["N"]), int(t["M"]["v"]["N"])), int(t["M"]["at"]["N"]))
+            for m, t in item.get("x", {}).get("M", {}).items()
+        }
+        return Leaf(lo, hi, sv, entries, stones, root)
+    children = {
+        name[len(schema.TREE_CHILD) :]: Count(int(c["M"]["n"]["N"]), int(c["M"]["sv"]["N"]))
+        for name, c in item["c"]["M"].items()
+    }
+    return Inner(int(item["lvl"]["N"]), lo, hi, sv, children, root)
