@@ -257,3 +257,30 @@ def test_the_plan_of_a_board_past_its_shards_says_to_re_shard_and_to_how_many():
 
     # Then it says to re-shard to 13 shards, with the command
     assert any("podium boards reshard BOARD --shards 13" in warning for warning in result.warnings)
+
+
+def test_the_worked_example_s_reads_with_what_the_instances_keep():
+    # Given docs/capacity.md's worked example: 16,000 top-100 reads and 4,000 ranks a second
+    result = plan(
+        Workload(writes_per_s=5_000, top_reads_per_s=16_000, rank_reads_per_s=4_000, members=1_000_000, k=100)
+    )
+    # 160 + 80 instances; the board's items 160 x 2 + 80 + 240 / 5; the root 80 x 0.5
+    assert result.read_instances == 240
+    assert result.board_partition_rcu == 448
+    assert result.tree_root_rcu == 40
+    # the table: those, and every rank's score (1) and 4 nodes under the root (2)
+    assert result.table_rcu == 448 + 40 + 4_000 * 3
+    assert result.monthly_cost == pytest.approx(45_230.72, abs=0.01)
+    # where keeping nothing read 50,000 RCU/s, 36,000 of them the board's items
+    cold = plan(
+        Workload(
+            writes_per_s=5_000,
+            top_reads_per_s=16_000,
+            rank_reads_per_s=4_000,
+            members=1_000_000,
+            k=100,
+            read_cache_s=0,
+        )
+    )
+    assert cold.table_rcu == 50_000 + 240 / 5
+    assert cold.board_partition_rcu == 36_000 + 240 / 5
