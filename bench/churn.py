@@ -185,31 +185,42 @@ def _probe(service: Services, board_id: str, members: int, stop: threading.Event
         seen.lags.append(time.monotonic() - written)
 
 
-def run_board(client: Any, streams: Any, settings: Settings, shards: int, plan: ChurnPlan) -> dict[str, Any]:
+def loaded_board(
+    client: Any, settings: Settings, board_id: str, shards: int, members: int, seed: int
+) -> tuple[load.Population, str]:
+    """A ``set`` board of ``members`` loaded in bulk, its head and count tree built, then the
+    table's stream switched on (only what changes from now on flows through it): the
+    population loaded and the stream's ARN."""
     from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
     store = Database.connect(settings, client=client)
     service = Services(store)
-    board_id = f"churn-{shards}-shards"
     service.boards.put_board(
         board_id, BoardRequest(settings=BoardSettings(shards=shards, operator="set"), title=None)
     )
-    population = load.Population(seed=shards)
-    population.grow(plan.members)
-    with tqdm(total=plan.members, unit="item", unit_scale=True, desc=f"load {board_id}") as bar:
+    population = load.Population(seed=seed)
+    population.grow(members)
+    with tqdm(total=members, unit="item", unit_scale=True, desc=f"load {board_id}") as bar:
         load.grow_board(
-            client, store, board_id, service.boards.settings(board_id), population, 0, plan.members, bar,
+            client, store, board_id, service.boards.settings(board_id), population, 0, members, bar,
             profiles=False,
         )  # fmt: skip
-    load.set_member_count(client, store, board_id, plan.members)
+    load.set_member_count(client, store, board_id, members)
     service.maintenance.rebuild_rank_structures(board_id)
     arn = client.update_table(
         TableName=settings.table_name,
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     )["TableDescription"]["LatestStreamArn"]
+    return population, str(arn)
+
+
+def run_board(client: Any, streams: Any, settings: Settings, shards: int, plan: ChurnPlan) -> dict[str, Any]:
+    store = Database.connect(settings, client=client)
+    board_id = f"churn-{shards}-shards"
+    population, arn = loaded_board(client, settings, board_id, shards, plan.members, seed=shards)
     seen = Observed()
     stop = threading.Event()
-    aggregator = Aggregator(store, service.boards.settings, lambda: datetime.now(UTC))
+    aggregator = Aggregator(store, Services(store).boards.settings, lambda: datetime.now(UTC))
     board = Board(population.scores)
     threads = [
         threading.Thread(target=_keep_heads, args=(StreamTail(streams, arn), aggregator, stop, seen)),

@@ -33,17 +33,23 @@ import boto3
 from botocore.config import Config
 
 from bench import load
-from bench.churn import WINDOW_S, WRITER_THREADS, Board, Observed, _write, template_read_cache_seconds
+from bench.churn import (
+    WINDOW_S,
+    WRITER_THREADS,
+    Board,
+    Observed,
+    _write,
+    loaded_board,
+    template_read_cache_seconds,
+)
 from bench.measure import KeyReads, Recorder, Sample
 from devstack.streams import StreamTail
 from podium.config import Settings
 from podium.dal import Database, schema
 from podium.errors import NotFound
-from podium.models import BoardSettings
 from podium.periods import ALL_TIME
 from podium.reads import ReadService
 from podium.stream.aggregate import Aggregator
-from podium.validation import BoardRequest
 from podium.wiring import Services
 
 SHARDS = 10
@@ -244,27 +250,8 @@ def _counted(reads: KeyReads, board_id: str) -> dict[str, float]:
 
 
 def run(client: Any, streams: Any, settings: Settings, endpoint: str, plan: HotPlan) -> dict[str, Any]:
-    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
-
-    store = Database.connect(settings, client=client)
-    service = Services(store)
     board_id = "hot-board"
-    service.boards.put_board(
-        board_id, BoardRequest(settings=BoardSettings(shards=SHARDS, operator="set"), title=None)
-    )
-    population = load.Population(seed=99)
-    population.grow(plan.members)
-    with tqdm(total=plan.members, unit="item", unit_scale=True, desc=f"load {board_id}") as bar:
-        load.grow_board(
-            client, store, board_id, service.boards.settings(board_id), population, 0, plan.members, bar,
-            profiles=False,
-        )  # fmt: skip
-    load.set_member_count(client, store, board_id, plan.members)
-    service.maintenance.rebuild_rank_structures(board_id)
-    arn = client.update_table(
-        TableName=settings.table_name,
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )["TableDescription"]["LatestStreamArn"]
+    population, arn = loaded_board(client, settings, board_id, SHARDS, plan.members, seed=99)
     board = Board(population.scores)
     runs = [
         _run(client, streams, settings, endpoint, board_id, board, arn, plan, keep)
