@@ -1,5 +1,5 @@
 """``python -m bench [--quick] [--report-only | --coldstart-only | --probe-only | --worst-only |
---grown-only | --hot-only]``: see docs/benchmarks.md."""
+--grown-only | --hot-only | --churn-only]``: see docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ import sys
 import time
 
 from bench import report
-from bench.run import Plan, measure_cold_start, measure_grown, measure_hot, measure_probes, measure_worst, run
+from bench.run import (
+    Plan,
+    measure_churn,
+    measure_cold_start,
+    measure_grown,
+    measure_hot,
+    measure_probes,
+    measure_worst,
+    run,
+)
 
 
 def main() -> None:
@@ -44,12 +53,24 @@ def main() -> None:
         action="store_true",
         help="read one board from many instances at once again (bench/hot.py), then rewrite the page",
     )
+    parser.add_argument(
+        "--churn-only",
+        action="store_true",
+        help="read top-k while scores change again (bench/churn.py: the head's lag), then rewrite the page",
+    )
     args = parser.parse_args()
     # On SIGTERM, unwind like Ctrl-C, so that DynamoDB Local and redis-server are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     plan = Plan.from_environment(args.quick)
     started = time.perf_counter()
-    again = (args.coldstart_only, args.probe_only, args.worst_only, args.grown_only, args.hot_only)
+    again = (
+        args.coldstart_only,
+        args.probe_only,
+        args.worst_only,
+        args.grown_only,
+        args.hot_only,
+        args.churn_only,
+    )
     if args.report_only or any(again):
         results = json.loads((plan.data / "results.json").read_text())
         if args.probe_only:
@@ -60,6 +81,9 @@ def main() -> None:
             (plan.data / "results.json").write_text(json.dumps(results, indent=1))
         if args.grown_only:
             results["grown"] = measure_grown(plan)
+            (plan.data / "results.json").write_text(json.dumps(results, indent=1))
+        if args.churn_only:
+            results["churn"] = measure_churn(plan)
             (plan.data / "results.json").write_text(json.dumps(results, indent=1))
         if args.hot_only:
             results["hot"] = measure_hot(plan)

@@ -180,9 +180,13 @@ def _probe(service: Services, board_id: str, members: int, stop: threading.Event
         while time.monotonic() - written < PROBE_GIVE_UP_S:
             page = reader.top(board_id, 1, None, False)
             if page.entries and page.entries[0].member_id == member and page.entries[0].score == best:
+                seen.lags.append(time.monotonic() - written)
+                break
+            if stop.is_set():  # the run ended, and the stream consumer with it: no lag to time
                 break
             time.sleep(0.02)
-        seen.lags.append(time.monotonic() - written)
+        else:
+            seen.lags.append(time.monotonic() - written)  # never seen: counted as the give-up time
 
 
 def loaded_board(

@@ -604,6 +604,17 @@ def measure_grown(plan: Plan) -> dict[str, Any] | None:
         return grown.run(dynamodb.endpoint, client, plan.grown_plan, plan.data / "grown-stack.log")
 
 
+def measure_churn(plan: Plan) -> list[dict[str, Any]]:
+    """Top-k while scores change (``bench/churn.py``), on a DynamoDB Local of its own: what
+    ``--churn-only`` refreshes without the whole run."""
+    if plan.churn_plan.seconds <= 0:
+        return []
+    with own_dynamodb(plan.data / "dynamodb-local-churn.log") as dynamodb:
+        client = local_client(dynamodb.endpoint)
+        streams = local_client(dynamodb.endpoint, "dynamodbstreams")
+        return churn.run(client, streams, create_tables(client, "churn-"), plan.churn_plan)
+
+
 def measure_hot(plan: Plan) -> dict[str, Any] | None:
     """A hot board read by many instances at once (``bench/hot.py``), on a DynamoDB Local
     of its own: what ``--hot-only`` refreshes without the whole run."""
@@ -732,11 +743,7 @@ def run(plan: Plan) -> dict[str, Any]:
             )
             save(ctx, plan, begun, stopped, None)
         if plan.churn_plan.seconds > 0:
-            streams = local_client(dynamodb.endpoint, "dynamodbstreams")
-            churn_client = local_client(dynamodb.endpoint)
-            ctx.churn = churn.run(
-                churn_client, streams, create_tables(churn_client, "churn-"), plan.churn_plan
-            )
+            ctx.churn = measure_churn(plan)
             save(ctx, plan, begun, stopped, None)
         if plan.hot_plan.seconds > 0:
             ctx.hot = measure_hot(plan)

@@ -20,7 +20,7 @@ from podium.models import Board, IndexEntry, Page, RankedEntry, ScoreState, View
 from podium.periods import ALL_TIME
 from podium.ports import BoardStore, IndexReader, MemberStore, TreeStore
 from podium.ranking import TopStats, around_window, assign_ranks, decode
-from podium.recent import Recent
+from podium.recent import HEAD_KEEP_SECONDS, Recent
 from podium.treereads import TreeReader
 from podium.validation import MAX_DATA_BYTES
 
@@ -119,8 +119,10 @@ class ReadService:
         # One reader for the process: it keeps the trees' shapes it has seen, and each
         # tree's root for ``keep_seconds``.
         self.counting = Counting(index, TreeReader(tree, root_seconds=keep_seconds))
-        # What every read of a board reads first, kept for ``keep_seconds`` (podium.recent).
+        # What every read of a board reads first, kept for ``keep_seconds``, and with the
+        # head for at most HEAD_KEEP_SECONDS (podium.recent).
         self._views: Recent[tuple[str, str, bool], View] = Recent(keep_seconds)
+        self._with_heads: Recent[tuple[str, str, bool], View] = Recent(min(keep_seconds, HEAD_KEEP_SECONDS))
 
     def _read(
         self, board_id: str, requested_period: str | None, *, member_id: str | None = None, head: bool = False
@@ -130,7 +132,8 @@ class ReadService:
         cached, so the period is known before the read. The board, count and head are kept
         for a moment (``keep_seconds``): then a rank reads only the member's score."""
         period = self.boards.period(self.boards.settings(board_id), requested_period)
-        kept = self._views.get((board_id, period, head))
+        views = self._with_heads if head else self._views
+        kept = views.get((board_id, period, head))
         if kept is not None:
             score = self.members.get_score(board_id, member_id, period) if member_id is not None else None
             view = replace(kept, score=score)
@@ -140,7 +143,7 @@ class ReadService:
             )
             if view.board is None:
                 raise NotFound(f"board {board_id} does not exist")
-            self._views.keep((board_id, period, head), replace(view, score=None))
+            views.keep((board_id, period, head), replace(view, score=None))
         assert view.board is not None  # none is kept
         total = view.board.member_count if period == ALL_TIME else view.period_count
         # The board item just read says which index to read (a re-shard switches it).
