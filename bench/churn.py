@@ -96,18 +96,29 @@ class Board:
         self.scores = dict(enumerate(scores))
         self.threshold = sorted(scores, reverse=True)[min(TOP_BAND, len(scores)) - 1]
         self.top = {i for i, s in self.scores.items() if s >= self.threshold}
+        self.writing: set[int] = set()
+
+    def done(self, member: int) -> None:
+        """The write of ``member`` that ``pick`` chose has been made."""
+        with self.lock:
+            self.writing.discard(member)
 
     def pick(self, draw: random.Random) -> tuple[int, int]:
-        """A member and its new score: random, an arrival in the top, or a departure."""
+        """A member and its new score: random, an arrival in the top, or a departure. A member
+        another writer is writing is not picked until ``done``: two writes of one member
+        racing each other could land in the other order than the model took them."""
         with self.lock:
-            kind = draw.randrange(3)
-            if kind == 2 and self.top:
-                member = draw.choice(tuple(self.top))
-                score = draw.randrange(0, self.threshold)
-            else:
-                member = draw.randrange(len(self.scores))
-                low = self.threshold if kind == 1 else 0
-                score = draw.randrange(low, load.TOP_SCORE + 1)
+            member = None
+            while member is None or member in self.writing:
+                kind = draw.randrange(3)
+                if kind == 2 and self.top:
+                    member = draw.choice(tuple(self.top))
+                    score = draw.randrange(0, self.threshold)
+                else:
+                    member = draw.randrange(len(self.scores))
+                    low = self.threshold if kind == 1 else 0
+                    score = draw.randrange(low, load.TOP_SCORE + 1)
+            self.writing.add(member)
             self.scores[member] = score
             if score >= self.threshold:
                 self.top.add(member)
@@ -129,7 +140,10 @@ def _write(
     next_at = time.monotonic()
     while not stop.is_set():
         member, score = board.pick(draw)
-        service.members.submit_score(board_id, load.member_id(member), Decimal(score))
+        try:
+            service.members.submit_score(board_id, load.member_id(member), Decimal(score))
+        finally:
+            board.done(member)
         with seen.lock:
             seen.writes += 1
         next_at += interval

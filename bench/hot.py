@@ -49,6 +49,7 @@ from podium.dal import Database, schema
 from podium.errors import NotFound
 from podium.periods import ALL_TIME
 from podium.reads import ReadService
+from podium.recent import HEAD_KEEP_SECONDS
 from podium.stream.aggregate import Aggregator
 from podium.wiring import Services
 
@@ -137,8 +138,16 @@ def _mismatch(readers: list[ReadService], board_id: str, board: Board, seed: int
     for number, reader in enumerate(readers):
         page = reader.top(board_id, K, None, False)
         if [int(e.score) for e in page.entries] != ordered[:K]:
-            shown = [int(e.score) for e in page.entries][:5]
-            return f"instance {number}: top {K} scores {shown}... != {ordered[:5]}..."
+            index = reader.top(board_id, K, None, False, consistent=True)
+            got = [int(e.score) for e in page.entries]
+            padded = got + [-1] * K
+            where = next(i for i, expected in enumerate(ordered[:K]) if padded[i] != expected)
+            return (
+                f"instance {number}: the top {K} from the head differs from the model at #{where + 1} "
+                f"({got[where : where + 3]} != {ordered[where : where + 3]}); from the index it "
+                + ("equals" if [int(e.score) for e in index.entries] == ordered[:K] else "differs from")
+                + " the model"
+            )
         for entry in page.entries:
             if entry.rank != 1 + sum(1 for s in ordered[:K] if s > entry.score):
                 return f"instance {number}: {entry.member_id} ranked {entry.rank} in the top"
@@ -147,7 +156,11 @@ def _mismatch(readers: list[ReadService], board_id: str, board: Board, seed: int
             answer = reader.rank(board_id, load.member_id(member))
             expected = 1 + sum(1 for s in ordered if s > scores[member])
             if answer["rank"] != expected:
-                return f"instance {number}: {load.member_id(member)} ranked {answer['rank']}, not {expected}"
+                counted = reader.rank(board_id, load.member_id(member), consistent=True)["rank"]
+                return (
+                    f"instance {number}: {load.member_id(member)} (score {scores[member]}, the item's "
+                    f"{answer['score']}) ranked {answer['rank']}, not {expected}; on the index: {counted}"
+                )
     return None
 
 
@@ -266,15 +279,16 @@ LAYOUT_CACHE_SECONDS = 5.0  # the template's LAYOUT_CACHE_SECONDS: each instance
 
 def bounds(keep_seconds: float, seconds: float) -> dict[str, float]:
     """What an instance may read of each kept item a second over a run of ``seconds``: the
-    head and the root once a kept period, the board item once a kept period for the tops and
-    once for the ranks and its layout once every LAYOUT_CACHE_SECONDS; each once more for
-    the period the run began in the middle of."""
+    head (with the board) once every HEAD_KEEP_SECONDS at most, the root and the ranks'
+    board once a kept period, and its layout once every LAYOUT_CACHE_SECONDS; each once
+    more for the period the run began in the middle of."""
 
     def per_second(every: float) -> float:
         return (seconds / every + 1) / seconds
 
+    head = per_second(min(keep_seconds, HEAD_KEEP_SECONDS))
     once = per_second(keep_seconds)
-    return {"board": 2 * once + per_second(LAYOUT_CACHE_SECONDS), "head": once, "root": once}
+    return {"board": head + once + per_second(LAYOUT_CACHE_SECONDS), "head": head, "root": once}
 
 
 def kept_run(hot: dict[str, Any]) -> dict[str, Any]:
@@ -290,8 +304,8 @@ def target_row(hot: dict[str, Any]) -> tuple[str, str, bool]:
     met = all(per.get(name, 0.0) <= limit[name] for name in limit) and exact
     saved = cold["dynamodbPerSecond"]["head"] / max(kept["dynamodbPerSecond"]["head"], 1e-9)
     return (
-        "a hot board: its board item, head and count-tree root read from DynamoDB at most once a kept "
-        "second per instance (ReadCacheSeconds), exact once writes stop",
+        "a hot board: its board item and count-tree root read from DynamoDB at most once a kept second "
+        "per instance (ReadCacheSeconds), its head at most twice, exact once writes stop",
         f"per instance a second: board {per.get('board', 0):.2f}, head {per.get('head', 0):.2f}, root "
         f"{per.get('root', 0):.2f} ({kept['instances']} instances, {kept['readsPerSecond']:,.0f} reads/s; "
         f"{saved:,.0f} x fewer head reads than keeping nothing); " + ("exact" if exact else "**not exact**"),
