@@ -132,15 +132,19 @@ def test_the_planner_s_tree_is_the_service_s():
 def test_ranks_load_the_count_tree_s_partition_and_its_root():
     # Given 4,000 ranks a second on 1,000,000 members, with nothing kept in the functions:
     # 4,000 x 2.5 RCU of tree nodes, of which the root, read by every rank, takes 4,000 x 0.5
-    ranks = {"writes_per_s": 10, "top_reads_per_s": 0, "members": 1_000_000, "read_cache_s": 0}
-    result = plan(Workload(rank_reads_per_s=4_000, **ranks))
+    def ranks(per_s: float) -> Workload:
+        return Workload(
+            writes_per_s=10, top_reads_per_s=0, rank_reads_per_s=per_s, members=1_000_000, read_cache_s=0
+        )
+
+    result = plan(ranks(4_000))
     assert (result.tree_partition_rcu, result.tree_root_rcu) == (10_000, 2_000)
     assert result.index_rcu == 0  # a rank queries no shard
     # 4.5 RCU a rank, and 80 busy instances' layouts (4,000/s x 20 ms) every 5 s
     assert result.table_rcu == 4_000 * 4.5 + 80 / 5
     assert any("T#{board}#{period}" in warning for warning in result.warnings)
     # and 6,000 ranks a second take 3,000 RCU/s of the root alone: past what an item serves
-    hot = plan(Workload(rank_reads_per_s=6_000, **ranks))
+    hot = plan(ranks(6_000))
     assert any("root" in warning and "one item" in warning for warning in hot.warnings)
 
 
@@ -203,13 +207,23 @@ def test_prices_can_be_overridden():
 
 def test_the_api_cache_caps_top_reads_reaching_dynamodb():
     # Given 16,000 top reads/s over 10 cached pages with a 2 s TTL: 5 reads/s miss the cache
-    cached = {"writes_per_s": 10, "top_reads_per_s": 16_000, "rank_reads_per_s": 0, "members": 100, "k": 100}
-    result = plan(Workload(cache_ttl_s=2, read_cache_s=0, **cached))
+    def cached(read_cache_s: float) -> Workload:
+        return Workload(
+            writes_per_s=10,
+            top_reads_per_s=16_000,
+            rank_reads_per_s=0,
+            members=100,
+            k=100,
+            cache_ttl_s=2,
+            read_cache_s=read_cache_s,
+        )
+
+    result = plan(cached(0))
     assert result.top_reads_to_dynamodb == 5
     assert result.table_rcu == 10 + 1 / 5  # 5 * 2, and one instance's layout every 5 s
     assert result.monthly_cache_cost == pytest.approx(0.02 * 730)
     # and the one instance those 5 reads keep busy reads the head twice a second
-    kept = plan(Workload(cache_ttl_s=2, **cached))
+    kept = plan(cached(capacity.READ_CACHE_SECONDS))
     assert kept.top_reads_to_dynamodb == 2
 
 
