@@ -73,6 +73,12 @@ class RankStructures:
         item = self.tables.get(schema.head_copy_key(board_id, period, copy), consistent=True)
         return codecs.head_from_item(item) if item else None
 
+    def get_head_copies(self, board_id: str, period: str) -> list[HeadItem | None]:
+        """Every copy as it is, in copy order (the checker's read)."""
+        return fanout.gather(
+            lambda copy: self.get_head_copy(board_id, period, copy), range(schema.HEAD_COPIES)
+        )
+
     def _put_copies(self, board_id: str, period: str, item: dict[str, Any]) -> None:
         """Each copy of the primary head ``item`` (with its ``ttl``), unless the copy holds
         this version or a newer one; marks the primary and raises when one was not written."""
