@@ -334,24 +334,18 @@ def _describer(settings: BoardSettings) -> Describe:
 
 
 def _head_copies(head: HeadItem | None, copies: tuple[HeadItem | None, ...], found: Findings) -> bool:
-    """Each copy of the head against the primary: the top reads read the copies. A copy is
-    behind the primary only for the moment between their writes (the check runs on a
-    quiet board) or while its write is owed; the rebuild writes them all again."""
-    if head is None:
-        return False
-    differ = False
-    for copy, held in enumerate(copies):
-        if held is None:
-            found.add(
-                Kind.HEAD, f"the head's copy {copy} holds no head (the primary is version {head.version})"
-            )
-            differ = True
-        elif (held.version, held.keys, held.complete) != (head.version, head.keys, head.complete):
-            found.add(
-                Kind.HEAD, f"the head's copy {copy} holds version {held.version}, the primary {head.version}"
-            )
-            differ = True
-    return differ
+    """Each copy of the head (which the top reads read) against the primary: on a quiet
+    board none is missing or behind; the rebuild writes them all again."""
+    primary = (head.version, head.keys, head.complete) if head is not None else None
+    stale = [
+        (n, c) for n, c in enumerate(copies) if primary and (c and (c.version, c.keys, c.complete)) != primary
+    ]
+    for copy, held in stale:
+        holds = f"version {held.version}" if held else "no head"
+        found.add(
+            Kind.HEAD, f"the head's copy {copy} holds {holds}, the primary {head.version if head else 0}"
+        )
+    return bool(stale)
 
 
 def _head(head: HeadItem | None, ranked: list[str], describe: Describe, found: Findings) -> bool:
