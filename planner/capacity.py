@@ -48,8 +48,14 @@ HEAD_WRITES_MAX_PER_S = 10.0
 # estimate: 128 sort keys and 88 ladder samples, compressed (1.8 KB with 14-character
 # member ids, 5.9 KB with 36-character UUIDs: `make bench`, docs/benchmarks.md)
 HEAD_ITEM_BYTES = 4_096
+# podium.dal.schema.HEAD_COPIES: the head's copies, each on a partition key of its own
+# (H#{board}#{copy}), which top reads read instead of the primary head on B#{board}; every
+# head write puts the primary and then each copy (1 + HEAD_COPIES item writes).
+HEAD_COPIES = 4
 INDEX_KEY_BYTES = 100  # estimate: one KEYS_ONLY index entry as a query reads it
-VIEW_RCU = 1.0  # the board item and the period's count, eventually consistent, 0.5 each
+# The board item and the period's count, eventually consistent, 0.5 each. An all-time board
+# reads no count item (0.5 RCU); the planner counts it for every board, a windowed one's.
+VIEW_RCU = 1.0
 HEAD_ITEM_RCU = 1.0  # the head item, eventually consistent, up to 8 KB
 MEMBER_SCORE_RCU = 0.5  # a member's score item, eventually consistent
 # A rank reads the board item and the member's score in one BatchGetItem, strongly
@@ -147,8 +153,9 @@ class Plan:
     rank_rcu_per_read: float
     naive_rank_rcu_per_read: float
     index_rcu_per_shard: float
-    board_partition_rcu: float  # reads of B#{board}: board, count, head
-    head_item_rcu: float  # of those, the head's: the busiest single item of a top-heavy board
+    board_partition_rcu: float  # reads of B#{board}: board, count, layouts (the head's go to its copies)
+    head_item_rcu: float  # the head's reads, over its HEAD_COPIES copies
+    head_copy_rcu: float  # of those, one copy's (its own partition key): head_item_rcu / HEAD_COPIES
     read_instances: float  # warm instances the reads keep busy (each keeps its own copies)
     tree_partition_rcu: float  # reads of T#{board}#{period}: the count tree's nodes
     tree_root_rcu: float  # of those, the root's: every rank reads it
@@ -290,7 +297,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         )
 
     head_writes = min(w.writes_per_s * HEAD_CHANGE_FRACTION, HEAD_WRITES_MAX_PER_S)
-    head_wcu = head_writes * math.ceil(HEAD_ITEM_BYTES / WRITE_UNIT_BYTES)
+    head_wcu = head_writes * math.ceil(HEAD_ITEM_BYTES / WRITE_UNIT_BYTES) * (1 + HEAD_COPIES)
     stream_wcu = STREAM_WCU_PER_UPDATE + NOTIFIER_WCU_PER_UPDATE
     table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + stream_wcu) + head_wcu
     table_wcu += w.events_per_s * EVENT_WCU
@@ -303,16 +310,20 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         top_reads = min(top_reads, w.cached_pages / w.cache_ttl_s)
     rank_total, path_rcu = rank_rcu(w.members)
 
-    # Each instance keeps the board, count and head (tops) for read_cache_s but at most
-    # HEAD_KEEP_SECONDS, the board and the tree's root (ranks) for read_cache_s, and every
-    # board's layout for LAYOUT_CACHE_SECONDS.
+    # Each instance keeps the board and count (tops) and the board and the tree's root
+    # (ranks) for read_cache_s, the head (read from its own copy, not from B#{board}) for
+    # read_cache_s but at most HEAD_KEEP_SECONDS, and every board's layout for
+    # LAYOUT_CACHE_SECONDS. A top that finds the board kept and the head not reads the head
+    # alone; one that finds neither reads them in one BatchGetItem.
     top_busy = instances(top_reads, TOP_READ_MS)
     rank_busy = instances(w.rank_reads_per_s, RANK_READ_MS)
     top_views = reaching(top_reads, top_busy, min(w.read_cache_s, HEAD_KEEP_SECONDS))
+    top_boards = reaching(top_reads, top_busy, w.read_cache_s)
     rank_views = reaching(w.rank_reads_per_s, rank_busy, w.read_cache_s)
     layouts = (top_busy + rank_busy) / LAYOUT_CACHE_SECONDS * LAYOUT_RCU
     head_rcu = top_views * HEAD_ITEM_RCU
-    top_table_rcu = top_views * (VIEW_RCU + HEAD_ITEM_RCU)
+    head_copy_rcu = head_rcu / HEAD_COPIES
+    top_table_rcu = top_boards * VIEW_RCU + head_rcu
     top_index_rcu = top_reads * (top_rcu - VIEW_RCU - HEAD_ITEM_RCU)
     rank_kept = rank_views * (RANK_BOARD_RCU + TREE_NODE_RCU)  # the board and the root
     rank_each = RANK_VIEW_RCU - RANK_BOARD_RCU + path_rcu - TREE_NODE_RCU  # score, path below root
@@ -327,16 +338,16 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "each query reads one block (0.5 RCU); serve top-k from the head, or cache the top "
             "pages (TopCacheTtlSeconds)."
         )
-    board_rcu = top_table_rcu + rank_views * RANK_BOARD_RCU + layouts
-    if head_rcu > w.safety * PARTITION_RCU_PER_S:
+    board_rcu = top_boards * VIEW_RCU + rank_views * RANK_BOARD_RCU + layouts
+    if head_copy_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
-            f"the head item takes {head_rcu:,.0f} RCU/s, over {w.safety:.0%} of the "
-            f"{PARTITION_RCU_PER_S:,} one item serves: keep it longer in the functions "
-            "(ReadCacheSeconds) or cache the top pages (TopCacheTtlSeconds)."
+            f"each of the head's {HEAD_COPIES} copies takes {head_copy_rcu:,.0f} RCU/s, over "
+            f"{w.safety:.0%} of the {PARTITION_RCU_PER_S:,} one item serves: keep it longer in the "
+            "functions (ReadCacheSeconds) or cache the top pages (TopCacheTtlSeconds)."
         )
     if board_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
-            f"the board's own items (B#{{board}}: board, count, head) take {board_rcu:,.0f} "
+            f"the board's own items (B#{{board}}: board, count) take {board_rcu:,.0f} "
             f"RCU/s, over {w.safety:.0%} of one partition's {PARTITION_RCU_PER_S:,} (DynamoDB may split "
             "them by sort key, but no single item goes past it). Cache the top pages "
             "(TopCacheTtlSeconds), or keep the board longer in the functions (ReadCacheSeconds)."
@@ -396,6 +407,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         index_rcu_per_shard=index_rcu_per_shard,
         board_partition_rcu=board_rcu,
         head_item_rcu=head_rcu,
+        head_copy_rcu=head_copy_rcu,
         read_instances=top_busy + rank_busy,
         tree_partition_rcu=tree_rcu,
         tree_root_rcu=root_rcu,

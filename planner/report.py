@@ -102,8 +102,9 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
         ("instances the reads keep busy", f"{p.read_instances:,.0f} (each keeps its own board, head, root)"),
         (
             "head item RCU/s",
-            f"{p.head_item_rcu:,.0f} of {capacity.PARTITION_RCU_PER_S:,} "
-            f"({p.head_item_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
+            f"{p.head_item_rcu:,.0f} over {capacity.HEAD_COPIES} copies: {p.head_copy_rcu:,.0f} "
+            f"of {capacity.PARTITION_RCU_PER_S:,} each "
+            f"({p.head_copy_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
         ),
         ("top read: RCU each", f"{p.top_rcu_per_read:g} ({p.top_reads_to_dynamodb:,.0f}/s reach DynamoDB)"),
         ("rank read: RCU each", f"{p.rank_rcu_per_read:g} (naive COUNT: {p.naive_rank_rcu_per_read:,.1f})"),

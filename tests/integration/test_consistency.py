@@ -16,7 +16,7 @@ import pytest
 from podium import keys
 from podium.config import Settings
 from podium.consistency import ConsistencyReport, Difference, Kind
-from podium.dal import Database
+from podium.dal import Database, schema
 from podium.stream.records import is_event_insert
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
@@ -359,11 +359,21 @@ def tree_count_off(board: Board, raw: Raw) -> None:
 
 
 def stale_head(board: Board, raw: Raw) -> None:
-    before = raw.get(f"B#{board.board_id}", "HEAD#all")
+    copy_pks = [f"H#{board.board_id}#{copy}" for copy in range(schema.HEAD_COPIES)]
+    before = [raw.get(pk, "HEAD#all") for pk in [f"B#{board.board_id}", *copy_pks]]
     board.service.members.submit_score(board.board_id, "m12", Decimal(500))
     board.scores["m12"] += 500
     board.stream.settle()
-    raw.put(before)  # the head as it was before m12 took the lead
+    for item in before:
+        raw.put(item)  # the head and its copies as they were before m12 took the lead
+
+
+def stale_head_copy(board: Board, raw: Raw) -> None:
+    before = raw.get(f"H#{board.board_id}#1", "HEAD#all")
+    board.service.members.submit_score(board.board_id, "m12", Decimal(500))
+    board.scores["m12"] += 500
+    board.stream.settle()
+    raw.put(before)  # copy 1 as it was before m12 took the lead; the primary has it
 
 
 # What each corruption does, and what a check names then (kind, member), the first
@@ -406,6 +416,7 @@ CORRUPTIONS: dict[str, tuple[Callable[[Board, Raw], None], list[tuple[Kind, str 
     ),
     "a count of the tree one too many": (tree_count_off, [(Kind.TREE, None)], "the count tree's root counts"),
     "a stale head": (stale_head, [(Kind.HEAD, None)], "position 1 holds m"),
+    "a stale copy of the head": (stale_head_copy, [(Kind.HEAD, None)], "the head's copy 1 holds version"),
 }
 
 

@@ -9,6 +9,7 @@ import pytest
 from planner import capacity
 from planner.__main__ import main
 from planner.capacity import Workload, plan, reshard_to
+from podium.dal import schema
 
 
 def test_one_shard_takes_400_updates_a_second_at_80_percent():
@@ -30,8 +31,9 @@ def test_5000_updates_need_13_shards():
     assert result.max_writes_per_s == 5_200  # 13 * 800 / 2
     assert not result.over_capacity
     # table: 5,000 * (1 score + 2 aggregator (measured) + 1 notifier's mark)
-    # + min(5,000 * 10 %, 10) head writes * 4 KB = 20,040
-    assert result.table_wcu == 20_040
+    # + min(5,000 * 10 %, 10) head writes * 4 KB, each to the primary and its 4 copies = 20,200
+    assert result.table_wcu == 20_000 + 10 * 4 * (1 + capacity.HEAD_COPIES)
+    assert result.table_wcu == 20_200
 
 
 def test_throttling_edge_at_100_shards():
@@ -156,18 +158,21 @@ def test_kept_in_the_functions_a_hot_board_s_items_are_read_once_a_second_per_in
     )
     # The reads keep 1,000 + 200 instances busy (10 ms a top, 20 ms a rank)
     assert result.read_instances == 1_200
-    # Each reads the head (with the board and count) twice a second: it keeps the head half
-    # a second at most, the API's 2 s of head lag less the stream's second. 2,000 RCU/s of
-    # the head item, not 100,000: two thirds of what one item serves
+    # Each reads the head twice a second: it keeps the head half a second at most, the API's
+    # 2 s of head lag less the stream's second. 2,000 RCU/s of the head, not 100,000, spread
+    # over its 4 copies' partitions (each instance reads one): 500 each, 17 % of a partition
     assert result.head_item_rcu == 2_000
     assert result.top_reads_to_dynamodb == 2_000
-    assert result.head_item_rcu < capacity.SAFETY_FRACTION * capacity.PARTITION_RCU_PER_S
-    # The board's partition: the tops' board, count and head (2 RCU) 2,000 times a second,
-    # the ranks' board (1 RCU, read with the score) 200 times, every instance's layout every
-    # 5 s: over one partition's 3,000, so the planner warns (DynamoDB splits a partition's
-    # items by sort key under a lasting load; no item of them is over 80 %)
-    assert result.board_partition_rcu == 2_000 * 2 + 200 * 1 + 1_200 / 5
-    assert any("board's own items" in warning for warning in result.warnings)
+    assert capacity.HEAD_COPIES == 4
+    assert result.head_copy_rcu == 500
+    assert not any("copies" in warning for warning in result.warnings)
+    # The board's partition: the tops' board and count (1 RCU) once a second an instance,
+    # 1,000 times a second, the ranks' board (1 RCU, read with the score) 200 times, every
+    # instance's layout every 5 s: 1,440 RCU/s, 48 % of a partition, and no warning (read
+    # with the head, as before the copies, it was 4,440: 148 %)
+    assert result.board_partition_rcu == 1_000 * 1 + 200 * 1 + 1_200 / 5
+    assert result.board_partition_rcu < capacity.SAFETY_FRACTION * capacity.PARTITION_RCU_PER_S
+    assert not any("board's own items" in warning for warning in result.warnings)
     # The root 200 times a second; every rank still reads its score and the 4 nodes below
     assert result.tree_root_rcu == 200 * 0.5
     assert result.tree_partition_rcu == 10_000 * 4 * 0.5 + 100
@@ -183,7 +188,14 @@ def test_kept_in_the_functions_a_hot_board_s_items_are_read_once_a_second_per_in
         )
     )
     assert uncached.head_item_rcu == 100_000
-    assert any("head item" in warning for warning in uncached.warnings)
+    assert any("head's 4 copies" in warning for warning in uncached.warnings)
+
+
+def test_the_planner_counts_the_head_copies_the_service_writes():
+    # Given the planner's figure and the schema's
+    # When / Then they are one number: the planner splits the head's reads over as many
+    # copies as the aggregator writes and the readers pick from
+    assert capacity.HEAD_COPIES == schema.HEAD_COPIES
 
 
 def test_storage_and_monthly_cost():
@@ -193,16 +205,16 @@ def test_storage_and_monthly_cost():
     assert result.bytes_per_member == 865
     assert result.storage_gb == pytest.approx(0.865)
     assert result.monthly_storage_cost == pytest.approx(0.865 * 0.25)
-    # writes: table 100 * 4 + 10 head writes * 4 = 440, index 200 -> 640 WRU/s
-    # 640 * 2,628,000 s = 1,681.92 M WRU * $0.625 = $1,051.20
-    assert result.monthly_write_cost == pytest.approx(1_051.20)
+    # writes: table 100 * 4 + 10 head writes * 4 KB * (the primary and 4 copies) = 600,
+    # index 200 -> 800 WRU/s; 800 * 2,628,000 s = 2,102.4 M WRU * $0.625 = $1,314.00
+    assert result.monthly_write_cost == pytest.approx(1_314.00)
     assert result.monthly_read_cost == 0
 
 
 def test_prices_can_be_overridden():
     workload = Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=0)
     result = plan(workload, capacity.Prices(write_per_million=1.25))
-    assert result.monthly_write_cost == pytest.approx(2 * 1_051.20)
+    assert result.monthly_write_cost == pytest.approx(2 * 1_314.00)
 
 
 def test_the_api_cache_caps_top_reads_reaching_dynamodb():
@@ -283,16 +295,17 @@ def test_the_worked_example_s_reads_with_what_the_instances_keep():
     result = plan(
         Workload(writes_per_s=5_000, top_reads_per_s=16_000, rank_reads_per_s=4_000, members=1_000_000, k=100)
     )
-    # 160 + 80 instances; the board's items 2 x 160 x 2 (the head kept half a second) + 80
-    # + 240 / 5; the root 80 x 0.5
+    # 160 + 80 instances; the board's items 160 x 1 (board and count, kept a second) + 80
+    # + 240 / 5; the head's copies 2 x 160 (the head kept half a second); the root 80 x 0.5
     assert result.read_instances == 240
-    assert result.board_partition_rcu == 768
+    assert result.board_partition_rcu == 288
+    assert result.head_item_rcu == 320
     assert result.tree_root_rcu == 40
     # the table: those, and every rank's score (1) and 4 nodes under the root (2)
-    assert result.table_rcu == 768 + 40 + 4_000 * 3
-    # and writes of 30,040 WRU/s: $49,340.70, so $53,548.34 a month
-    assert result.monthly_cost == pytest.approx(53_548.34, abs=0.01)
-    # where keeping nothing read 50,000 RCU/s, 36,000 of them the board's items
+    assert result.table_rcu == 288 + 320 + 40 + 4_000 * 3
+    # and writes of 30,200 WRU/s: $49,603.50, so $53,758.58 a month
+    assert result.monthly_cost == pytest.approx(53_758.58, abs=0.01)
+    # where keeping nothing read 50,000 RCU/s, 36,000 of them the board's items and the head
     cold = plan(
         Workload(
             writes_per_s=5_000,
@@ -304,4 +317,5 @@ def test_the_worked_example_s_reads_with_what_the_instances_keep():
         )
     )
     assert cold.table_rcu == 50_000 + 240 / 5
-    assert cold.board_partition_rcu == 36_000 + 240 / 5
+    # (the head's 16,000 of them on its copies)
+    assert cold.board_partition_rcu == 20_000 + 240 / 5

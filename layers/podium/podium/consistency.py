@@ -147,6 +147,7 @@ class Checker:
             member_count=member_count,
             period_count=period_count,
             head=self.structures.get_head(board_id, period, consistent=True),
+            head_copies=tuple(self.structures.get_head_copies(board_id, period)),
             tree=self.tree.all_nodes(board_id, period),
             count_tree=board is not None and board.count_tree,
         )

@@ -87,6 +87,7 @@ class BoardState:
     period_count: int | None  # as stored (None: no count item, or a never-resetting board)
     head: HeadItem | None
     tree: list[Node]  # every node of the period's count tree
+    head_copies: tuple[HeadItem | None, ...] = ()  # the head's copies (podium.dal.structures)
     count_tree: bool = True  # the board's trees were built (Board.count_tree)
 
 
@@ -136,6 +137,7 @@ def inspect(state: BoardState) -> Findings:
     ranked = sorted(s.sort_key for s in period_scores.values() if s.sort_key is not None)
     describe = _describer(state.settings)
     structures_differ = _head(state.head, ranked, describe, found)
+    structures_differ |= _head_copies(state.head, state.head_copies, found)
     structures_differ |= _tree(state, period_scores, describe, found)
     if structures_differ:
         found.ranked = {
@@ -329,6 +331,21 @@ def _describer(settings: BoardSettings) -> Describe:
         return f"{member_id} (score {score})"
 
     return describe
+
+
+def _head_copies(head: HeadItem | None, copies: tuple[HeadItem | None, ...], found: Findings) -> bool:
+    """Each copy of the head (which the top reads read) against the primary: on a quiet
+    board none is missing or behind; the rebuild writes them all again."""
+    primary = (head.version, head.keys, head.complete) if head is not None else None
+    stale = [
+        (n, c) for n, c in enumerate(copies) if primary and (c and (c.version, c.keys, c.complete)) != primary
+    ]
+    for copy, held in stale:
+        holds = f"version {held.version}" if held else "no head"
+        found.add(
+            Kind.HEAD, f"the head's copy {copy} holds {holds}, the primary {head.version if head else 0}"
+        )
+    return bool(stale)
 
 
 def _head(head: HeadItem | None, ranked: list[str], describe: Describe, found: Findings) -> bool:

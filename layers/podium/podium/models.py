@@ -465,6 +465,9 @@ class HeadItem:
     complete: bool
     version: int
     ladder: tuple[tuple[str, ...], tuple[int, ...], int | None, int] | None = None
+    # The primary head's copies (podium.dal.structures) may still hold an older version: a
+    # write of one failed after this version was written, and the next upkeep writes them.
+    copies_owed: bool = False
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from podium.errors import NotFound, ValidationError
 from podium.fanout import together
 from podium.indexreads import Counted, Counting, listing_near, top_keys
 from podium.keys import RankOrder, just_above
-from podium.models import Board, IndexEntry, Page, RankedEntry, ScoreState, View
+from podium.models import Board, HeadItem, IndexEntry, Page, RankedEntry, ScoreState, View
 from podium.periods import ALL_TIME
 from podium.ports import BoardStore, IndexReader, MemberStore, TreeStore
 from podium.ranking import TopStats, around_window, assign_ranks, decode
@@ -119,31 +119,41 @@ class ReadService:
         # One reader for the process: it keeps the trees' shapes it has seen, and each
         # tree's root for ``keep_seconds``.
         self.counting = Counting(index, TreeReader(tree, root_seconds=keep_seconds))
-        # What every read of a board reads first, kept for ``keep_seconds``, and with the
-        # head for at most HEAD_KEEP_SECONDS (podium.recent).
-        self._views: Recent[tuple[str, str, bool], View] = Recent(keep_seconds)
-        self._with_heads: Recent[tuple[str, str, bool], View] = Recent(min(keep_seconds, HEAD_KEEP_SECONDS))
+        # What every read of a board reads first (the board, the count), kept for
+        # ``keep_seconds``, and the head for at most HEAD_KEEP_SECONDS (podium.recent), each
+        # on its own: a top read that finds the board still kept reads the head alone, from
+        # this process's copy of it, off the board's partition (docs/capacity.md, "Hot boards").
+        self._views: Recent[tuple[str, str], View] = Recent(keep_seconds)
+        self._heads: Recent[tuple[str, str], tuple[HeadItem | None]] = Recent(
+            min(keep_seconds, HEAD_KEEP_SECONDS)
+        )
 
     def _read(
         self, board_id: str, requested_period: str | None, *, member_id: str | None = None, head: bool = False
     ) -> Read:
         """The board, the period read and ``total``, and what else the read asked for (the
         member's score, the head), in one BatchGetItem: the board's fixed settings are
-        cached, so the period is known before the read. The board, count and head are kept
-        for a moment (``keep_seconds``): then a rank reads only the member's score."""
+        cached, so the period is known before the read. The board and count are kept for
+        ``keep_seconds`` and the head for at most HEAD_KEEP_SECONDS: a rank then reads
+        only the member's score, and a top only the head while the board is kept."""
         period = self.boards.period(self.boards.settings(board_id), requested_period)
-        views = self._with_heads if head else self._views
-        kept = views.get((board_id, period, head))
+        key = (board_id, period)
+        kept = self._views.get(key)
+        kept_head = self._heads.get(key) if head else None
         if kept is not None:
             score = self.members.get_score(board_id, member_id, period) if member_id is not None else None
-            view = replace(kept, score=score)
+            if head and kept_head is None:
+                kept_head = self._heads.keep(key, (self.board_store.head(board_id, period),))
+            view = replace(kept, score=score, head=kept_head[0] if kept_head is not None else None)
         else:
             view = self.board_store.view(
                 board_id, period, with_count=period != ALL_TIME, member_id=member_id, head=head
             )
             if view.board is None:
                 raise NotFound(f"board {board_id} does not exist")
-            views.keep((board_id, period, head), replace(view, score=None))
+            self._views.keep(key, replace(view, score=None, head=None))
+            if head:
+                self._heads.keep(key, (view.head,))
         assert view.board is not None  # none is kept
         total = view.board.member_count if period == ALL_TIME else view.period_count
         # The board item just read says which index to read (a re-shard switches it).

@@ -12,10 +12,12 @@ sees about one read of each a second per warm instance, not one per request:
   root for ``READ_CACHE_SECONDS`` (1 s in the template; 0 keeps nothing): within the API's
   contract, where ``total`` may lag writes by a few seconds and "exact once writes stop"
   holds again a second after they stop;
-- the head, read with the board and count, for at most ``HEAD_KEEP_SECONDS`` (0.5 s): the
-  head may lag writes by 2 s, and the stream takes a second or a little more to write it
-  (``make bench`` measured 1.02 to 1.1 s), so a head kept a whole second was seen up to
-  2.2 s after a write.
+- the head, read with the board and count or alone while they are kept, for at most
+  ``HEAD_KEEP_SECONDS`` (0.5 s): the head may lag writes by 2 s, and the stream takes a
+  second or a little more to write it (``make bench`` measured 1.02 to 1.1 s), so a head
+  kept a whole second was seen up to 2.2 s after a write. It is read from the process's
+  copy of the head (``podium.dal.structures``), written just after the primary and never
+  older than it by more than those writes, so the 2 s hold for the copy as for the primary.
 
 A member's own score is never kept: a rank is counted from the score as it is.
 """

@@ -3,12 +3,13 @@ gathers what a ranking read needs first."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
-from podium.models import EMPTY_DATA_BYTES, Board, BoardPolicy, View
+from podium.models import EMPTY_DATA_BYTES, Board, BoardPolicy, HeadItem, View
 
 # A transaction holds at most 100 actions: the records' marks and the count.
 COUNTS_PER_TRANSACTION = 99
@@ -17,8 +18,11 @@ NOTED_BOARDS = 10_000  # boards whose data size one instance remembers (``DataSi
 
 
 class Boards:
-    def __init__(self, tables: Tables) -> None:
+    def __init__(self, tables: Tables, head_copy: int | None = None) -> None:
         self.tables = tables
+        # The copy of each head this process reads (podium.dal.structures): one picked at
+        # random, so that the instances' reads spread over the copies' partitions.
+        self.head_copy = random.randrange(schema.HEAD_COPIES) if head_copy is None else head_copy
 
     def get_board(self, board_id: str, *, consistent: bool = False) -> Board | None:
         item = self.tables.get(schema.board_key(board_id), consistent=consistent)
@@ -173,14 +177,16 @@ class Boards:
     ) -> View:
         """What a ranking read needs before it touches the index, in one BatchGetItem: the
         board, the period's count (time-windowed boards), the member's score and the
-        board's head. Consistent when it reads a member's score."""
+        board's head (this process's copy of it: ``head``). Consistent when it reads a
+        member's score."""
         keys = [schema.board_key(board_id)]
         if with_count:
             keys.append(schema.period_count_key(board_id, period))
         if member_id is not None:
             keys.append(schema.score_key(board_id, member_id, period))
+        copy_key = schema.head_copy_key(board_id, period, self.head_copy)
         if head:
-            keys.append(schema.head_key(board_id, period))
+            keys.append(copy_key)
         items = self.tables.batch_get(keys, consistent=member_id is not None)
 
         def found(key: dict[str, Any]) -> dict[str, Any] | None:
@@ -189,13 +195,29 @@ class Boards:
         board_item = found(schema.board_key(board_id))
         count_item = found(schema.period_count_key(board_id, period))
         score_item = found(schema.score_key(board_id, member_id, period)) if member_id else None
-        head_item = found(schema.head_key(board_id, period))
+        copy_item = found(copy_key)
         return View(
             board=codecs.board_from_item(board_id, board_item) if board_item else None,
             period_count=max(0, int(count_item["memberCount"]["N"])) if count_item else 0,
             score=codecs.score_from_item(score_item) if score_item else None,
-            head=codecs.head_from_item(head_item) if head_item else None,
+            head=self._or_primary(board_id, period, copy_item) if head and board_item else None,
         )
+
+    def head(self, board_id: str, period: str) -> HeadItem | None:
+        """The board's head, from this process's copy of it (``view``'s, read alone)."""
+        item = self.tables.get(schema.head_copy_key(board_id, period, self.head_copy))
+        return self._or_primary(board_id, period, item)
+
+    def _or_primary(self, board_id: str, period: str, copy_item: dict[str, Any] | None) -> HeadItem | None:
+        """The head in the copy read, or when the copy holds none the primary's, read as reads
+        read it before there were copies (a board whose head has not been written
+        since, or a new board: then there is none, and the read goes to the index). A
+        copy is never older than the primary was when it was last written with its
+        copies, so the head read is as fresh as the primary's would have been: each head
+        write puts the primary, then every copy (``podium.dal.structures``)."""
+        if copy_item is None:
+            copy_item = self.tables.get(schema.head_key(board_id, period))
+        return codecs.head_from_item(copy_item) if copy_item else None
 
 
 class DataSizes:

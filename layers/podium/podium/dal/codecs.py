@@ -218,12 +218,16 @@ def unpack_keys(blob: bytes) -> list[str]:
     return text.split("\n") if text else []
 
 
-def head_item(board_id: str, period: str, head: HeadItem, expires: int | None) -> Item:
+def head_item(
+    board_id: str, period: str, head: HeadItem, expires: int | None, *, stored: bool = False
+) -> Item:
+    """The head item that replaces version ``head.version`` (its version one more), or with
+    ``stored`` the item of ``head`` as it was read (its version as it is)."""
     item: Item = {
         **schema.head_key(board_id, period),
         "k": {"B": pack_keys(head.keys)},
         "c": {"BOOL": head.complete},
-        "v": {"N": str(head.version + 1)},
+        "v": {"N": str(head.version if stored else head.version + 1)},
     }
     if head.ladder is not None:
         keys, below, total, changes = head.ladder
@@ -247,7 +251,13 @@ def head_from_item(item: Item) -> HeadItem:
             int(item["lt"]["N"]) if "lt" in item else None,
             int(item["ln"]["N"]),
         )
-    return HeadItem(unpack_keys(bytes(item["k"]["B"])), bool(item["c"]["BOOL"]), int(item["v"]["N"]), ladder)
+    return HeadItem(
+        unpack_keys(bytes(item["k"]["B"])),
+        bool(item["c"]["BOOL"]),
+        int(item["v"]["N"]),
+        ladder,
+        copies_owed=schema.COPIES_OWED in item,
+    )
 
 
 # -- notifications, events, snapshots ---------------------------------------------------------

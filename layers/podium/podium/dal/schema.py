@@ -24,6 +24,7 @@ EVENT_ID_CLAIM = "EID#"
 FANOUT = "J#"  # a job over a member's followers, a chunk at a time: J#{boardId}#{memberId} / job id
 SNAPSHOTS = "S#"
 TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.counttree)
+HEAD_COPY = "H#"  # a copy of a board's head: H#{boardId}#{copy} / HEAD#{period}
 CATALOG = "CATALOG"
 # On a time-windowed board's item: the last period whose results were announced; a board
 # made since announcing began starts with NOTHING_ANNOUNCED (it sorts before every period id).
@@ -190,6 +191,22 @@ def leader_key(board_id: str, period: str) -> Key:
 
 def head_key(board_id: str, period: str) -> Key:
     return key(f"{BOARD}{board_id}", f"{HEAD}{period}")
+
+
+# The head's copies, each under a partition key of its own, which the top reads read instead
+# of the primary head on B#{boardId} (podium.dal.structures, docs/data-model.md). The issue's
+# hot board (100,000 top-100 reads/s on 1,200 warm instances, each reading the head twice a
+# second) reads 2,000 RCU/s of the head: over 4 copies 500 each, 17 % of what a partition
+# serves, and 33 % should DynamoDB place two copies on one partition. Each head write costs
+# 1 + HEAD_COPIES item writes. The planner's figure (planner.capacity.HEAD_COPIES) is this.
+HEAD_COPIES = 4
+# On the primary head: a write of its copies failed after this version was written (the
+# stream delivers the batch again, and its upkeep writes the copies before anything else).
+COPIES_OWED = "co"
+
+
+def head_copy_key(board_id: str, period: str, copy: int) -> Key:
+    return key(f"{HEAD_COPY}{board_id}{SEPARATOR}{copy}", f"{HEAD}{period}")
 
 
 def bucket_prefix(period: str) -> str:

@@ -96,6 +96,10 @@ class RankUpkeep:
     def keep_head(self, board_id: str, period: str, changes: Sequence[ScoreRecord]) -> None:
         for _ in range(MAX_ATTEMPTS):
             stored = self.structures.get_head(board_id, period, consistent=True)
+            if stored is not None and stored.copies_owed:
+                # A write of the copies failed after this version (the batch is delivered
+                # again): they are written first, whether this batch changes the head or not.
+                self.structures.heal_copies(board_id, period, stored, self._expires(board_id, period))
             if stored is None:
                 # The index already shows these changes (it is written before the stream).
                 head = self.refilled(board_id, period, version=0)
