@@ -56,13 +56,21 @@ def key(score: int, member: str) -> str:
     return f"{score:06d}#{member}"
 
 
+def stored_items(store: CountTree, board: str, period: str = "all") -> list[dict[str, Any]]:
+    """Every item under the tree's partition keys, in either layout (raw queries)."""
+    items: list[dict[str, Any]] = []
+    for pk in schema.tree_pks(board, period, schema.TREE_SPREAD):
+        request = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "ConsistentRead": True,
+        }
+        items += store.tables.query_items(request)
+    return items
+
+
 def stored_nodes(store: CountTree, board: str, period: str = "all") -> list[Node]:
-    request = {
-        "KeyConditionExpression": "pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": schema.tree_pk(board, period)}},
-        "ConsistentRead": True,
-    }
-    return [tree_node_from_item(item) for item in store.tables.query_items(request)]
+    return [tree_node_from_item(item) for item in stored_items(store, board, period)]
 
 
 def assert_every_member_once_at_its_newest_key(nodes: list[Node], newest: dict[str, str]) -> None:
