@@ -256,7 +256,8 @@ def _counted(reads: KeyReads, board_id: str) -> dict[str, float]:
         "board": reads.of(board_pk, schema.BOARD_ITEM),
         "head": reads.of(board_pk, f"{schema.HEAD}{ALL_TIME}"),
         "root": root,
-        "treeBelowRoot": reads.of(tree) - root,
+        # the nodes below the root: under its key in a tree of the old layout, else spread
+        "treeBelowRoot": reads.of(tree) - root + reads.starting(f"{tree}{schema.SEPARATOR}"),
         "scores": reads.starting(f"{schema.MEMBER}{board_id}{schema.SEPARATOR}"),
         "queries": sum(reads.queries.values()),
     }
