@@ -451,6 +451,7 @@ def test_a_tree_of_the_old_layout_counts_exactly_until_a_rebuild_spreads_it(tree
     reader = TreeReader(tree_store)
     assert_counts_like(reader, board, newest, draw)
     assert_counts_like(TreeReader(CountTree(tree_store.tables)), board, newest, draw)
+    assert_found_by_a_store_that_has_not_read_the_root(tree_store, board)
 
     # When another process rebuilds it (a rebuild drops every node, then puts the build)
     rebuilder = CountTree(tree_store.tables)
@@ -480,3 +481,12 @@ def test_a_tree_of_the_old_layout_counts_exactly_until_a_rebuild_spreads_it(tree
     assert_every_member_once_at_its_newest_key(stored_nodes(tree_store, board), newest)
     assert_counts_like(reader, board, newest, draw)
     assert_counts_like(TreeReader(CountTree(tree_store.tables)), board, newest, draw)
+    assert_found_by_a_store_that_has_not_read_the_root(tree_store, board)
+
+
+def assert_found_by_a_store_that_has_not_read_the_root(tree_store: CountTree, board: str) -> None:
+    """A store that has not seen the tree's root reads its layout from it first."""
+    nodes = [node for node in stored_nodes(tree_store, board) if not node.root]
+    ids = [counttree.ident(node) for node in nodes]
+    found = CountTree(tree_store.tables).read_nodes(board, "all", ids, consistent=True)
+    assert found == dict(zip(ids, nodes, strict=True))

@@ -53,7 +53,11 @@ class CountTree:
         known = self._layouts.get((board_id, period))
         if known is not None:
             return known
-        root = self.tables.get(schema.tree_key(board_id, period, None, ""), consistent=False)
+        root = self.tables.get(
+            schema.tree_key(board_id, period, None, ""),
+            projection="sk, #layout",
+            names={"#layout": schema.TREE_LAYOUT},
+        )
         if root is None:
             return schema.TREE_SPREAD
         return self._learn(board_id, period, root)
