@@ -258,7 +258,8 @@ def _counted(reads: KeyReads, board_id: str) -> dict[str, float]:
         "head": reads.of(board_pk, f"{schema.HEAD}{ALL_TIME}")
         + reads.starting(f"{schema.HEAD_COPY}{board_id}{schema.SEPARATOR}"),
         "root": root,
-        "treeBelowRoot": reads.of(tree) - root,
+        # the nodes below the root: under its key in a tree of the old layout, else spread
+        "treeBelowRoot": reads.of(tree) - root + reads.starting(f"{tree}{schema.SEPARATOR}"),
         "scores": reads.starting(f"{schema.MEMBER}{board_id}{schema.SEPARATOR}"),
         "queries": sum(reads.queries.values()),
     }

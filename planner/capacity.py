@@ -71,6 +71,12 @@ LADDER_STEP = 16  # podium.head.LADDER_STEP: positions between two ladder sample
 TREE_LEAF_MEMBERS = 18
 TREE_FANOUT = 24
 TREE_NODE_RCU = 0.5  # a node stays under 4 KB (split past about 2 KB): one block, eventually consistent
+# The partition keys a tree's nodes below the root are spread over (podium.dal.schema.TREE_SPREAD:
+# T#{board}#{period}#{n}, n a hash of the node's sort key); the root keeps T#{board}#{period}.
+TREE_SPREAD = 64
+# The nodes just under the root are the busiest below it, and are hashed like the others:
+# the planner counts as many of them on one key as can share one but with a chance under this.
+TREE_CROWDING_CHANCE = 0.01
 
 # -- What each function instance keeps (podium.recent; docs/capacity.md, "Hot boards") ------
 READ_CACHE_SECONDS = 1.0  # the template's ReadCacheSeconds: the board, count, tree root
@@ -157,8 +163,10 @@ class Plan:
     head_item_rcu: float  # the head's reads, over its HEAD_COPIES copies
     head_copy_rcu: float  # of those, one copy's (its own partition key): head_item_rcu / HEAD_COPIES
     read_instances: float  # warm instances the reads keep busy (each keeps its own copies)
-    tree_partition_rcu: float  # reads of T#{board}#{period}: the count tree's nodes
-    tree_root_rcu: float  # of those, the root's: every rank reads it
+    tree_partition_rcu: float  # reads of the count tree's nodes, over all its partition keys
+    tree_root_rcu: float  # of those, the root's (T#{board}#{period}): every rank reads it
+    tree_spread_rcu: float  # the busiest of the TREE_SPREAD keys below the root
+    tree_node_rcu: float  # the busiest node below the root (one of the root's children)
     bytes_per_member: int
     storage_gb: float
     monthly_write_cost: float
@@ -220,6 +228,42 @@ def tree_levels(members: int) -> list[int]:
 def tree_height(members: int) -> int:
     """The nodes on a path from the root to a leaf: what one rank reads of the tree."""
     return len(tree_levels(members))
+
+
+def crowding(nodes: int, keys: int = TREE_SPREAD, chance: float = TREE_CROWDING_CHANCE) -> int:
+    """The most of ``nodes`` nodes, each on one of ``keys`` partition keys by a hash, that
+    one key holds, but with a chance under ``chance``: the least m for which the chance that
+    some key holds more than m, at most keys x C(nodes, m + 1) / keys^(m + 1), is under it."""
+    most = min(1, nodes)
+    while most < nodes and keys * math.comb(nodes, most + 1) / keys ** (most + 1) >= chance:
+        most += 1
+    return most
+
+
+@dataclass(frozen=True)
+class TreeLoad:
+    """The read load of a board's count tree: the root's key, the busiest of the spread keys
+    the other nodes lie under, and the busiest node under the root (one item serves at most
+    a partition's RCU, whatever its key)."""
+
+    total: float
+    root: float
+    busiest_key: float
+    busiest_node: float
+
+
+def tree_load(members: int, ranks_per_s: float, root_rcu: float) -> TreeLoad:
+    """Every rank reads its path below the root: the nodes just under the root (each read
+    by the ranks of its share of the members) and the levels below them, whose thousands of
+    nodes spread evenly over the ``TREE_SPREAD`` keys. A key takes its share of those and
+    the root's children hashed to it (``crowding``)."""
+    levels = tree_levels(members)
+    below = ranks_per_s * (len(levels) - 1) * TREE_NODE_RCU
+    children = levels[-2] if len(levels) > 1 else 0
+    child_rcu = ranks_per_s * TREE_NODE_RCU / children if children else 0.0
+    rest = below - children * child_rcu
+    busiest_key = rest / TREE_SPREAD + crowding(children) * child_rcu
+    return TreeLoad(below + root_rcu, root_rcu, busiest_key, child_rcu)
 
 
 def rank_rcu(members: int) -> tuple[float, float]:
@@ -353,7 +397,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "(TopCacheTtlSeconds), or keep the board longer in the functions (ReadCacheSeconds)."
         )
     root_rcu = rank_views * TREE_NODE_RCU
-    tree_rcu = w.rank_reads_per_s * (path_rcu - TREE_NODE_RCU) + root_rcu
+    tree = tree_load(w.members, w.rank_reads_per_s, root_rcu)
     if root_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
             f"every rank reads the count tree's root: {w.rank_reads_per_s:,.0f} ranks/s take "
@@ -361,16 +405,14 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "a partition (and so an item) serves. Keep it in the functions (ReadCacheSeconds), or "
             "read fewer ranks per board."
         )
-    elif tree_rcu > w.safety * PARTITION_RCU_PER_S:
-        levels = tree_levels(w.members)
-        below_root = levels[-2] if len(levels) > 1 else 1
-        busiest = max(root_rcu, w.rank_reads_per_s * TREE_NODE_RCU / below_root)
+    elif max(tree.busiest_key, tree.busiest_node) > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
-            f"the count tree's items (T#{{board}}#{{period}}) take {tree_rcu:,.0f} RCU/s, over "
-            f"{w.safety:.0%} of one partition's {PARTITION_RCU_PER_S:,}: DynamoDB splits a hot "
-            "partition by sort key (its nodes are separate items, the busiest taking about "
-            f"{busiest:,.0f}), but it does so only after the load has lasted a while "
-            f"(about {math.ceil(tree_rcu / (w.safety * PARTITION_RCU_PER_S))} partitions' worth)."
+            f"the count tree's nodes below its root (T#{{board}}#{{period}}#{{n}}, {TREE_SPREAD} keys) "
+            f"take {tree.total - root_rcu:,.0f} RCU/s, the busiest key about {tree.busiest_key:,.0f} "
+            f"and the busiest node (under the root) {tree.busiest_node:,.0f}: over {w.safety:.0%} of "
+            f"the {PARTITION_RCU_PER_S:,} a partition (and an item) serves. DynamoDB splits a hot "
+            "key by sort key only after the load has lasted a while, and no item past it: read "
+            "fewer ranks per board."
         )
     if w.events_per_s > 0:
         per_bucket = w.events_per_s * EVENT_BUCKET_WCU / EVENT_BUCKETS
@@ -409,8 +451,10 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         head_item_rcu=head_rcu,
         head_copy_rcu=head_copy_rcu,
         read_instances=top_busy + rank_busy,
-        tree_partition_rcu=tree_rcu,
+        tree_partition_rcu=tree.total,
         tree_root_rcu=root_rcu,
+        tree_spread_rcu=tree.busiest_key,
+        tree_node_rcu=tree.busiest_node,
         bytes_per_member=per_member,
         storage_gb=storage_gb,
         monthly_write_cost=(table_wcu + index_wcu) * SECONDS_PER_MONTH / 1e6 * prices.write_per_million,

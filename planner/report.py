@@ -99,6 +99,17 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
             f"{p.tree_partition_rcu:,.0f} (its root {p.tree_root_rcu:,.0f} of "
             f"{capacity.PARTITION_RCU_PER_S:,}: {p.tree_root_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
         ),
+        (
+            "count tree: busiest spread key",
+            f"{p.tree_spread_rcu:,.0f} of {capacity.PARTITION_RCU_PER_S:,} "
+            f"({p.tree_spread_rcu / capacity.PARTITION_RCU_PER_S:.0%}; "
+            f"{capacity.TREE_SPREAD} keys below the root)",
+        ),
+        (
+            "count tree: busiest node",
+            f"{p.tree_node_rcu:,.0f} of {capacity.PARTITION_RCU_PER_S:,} "
+            f"({p.tree_node_rcu / capacity.PARTITION_RCU_PER_S:.0%}; each of the root's children)",
+        ),
         ("instances the reads keep busy", f"{p.read_instances:,.0f} (each keeps its own board, head, root)"),
         (
             "head item RCU/s",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import threading
+import zlib
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -34,7 +35,7 @@ from podium.counttree import (
 )
 from podium.dal import schema
 from podium.dal.client import Tables
-from podium.dal.tree import CountTree, tree_node_from_item
+from podium.dal.tree import CountTree, tree_item, tree_node_from_item
 from podium.ports import TreeStore
 from podium.treekeeper import Tree, TreeKeeper
 from podium.treereads import TreeReader
@@ -56,13 +57,21 @@ def key(score: int, member: str) -> str:
     return f"{score:06d}#{member}"
 
 
+def stored_items(store: CountTree, board: str, period: str = "all") -> list[dict[str, Any]]:
+    """Every item under the tree's partition keys, in either layout (raw queries)."""
+    items: list[dict[str, Any]] = []
+    for pk in schema.tree_pks(board, period, schema.TREE_SPREAD):
+        request = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "ConsistentRead": True,
+        }
+        items += store.tables.query_items(request)
+    return items
+
+
 def stored_nodes(store: CountTree, board: str, period: str = "all") -> list[Node]:
-    request = {
-        "KeyConditionExpression": "pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": schema.tree_pk(board, period)}},
-        "ConsistentRead": True,
-    }
-    return [tree_node_from_item(item) for item in store.tables.query_items(request)]
+    return [tree_node_from_item(item) for item in stored_items(store, board, period)]
 
 
 def assert_every_member_once_at_its_newest_key(nodes: list[Node], newest: dict[str, str]) -> None:
@@ -351,3 +360,133 @@ def test_a_tree_of_5000_members_reads_a_rank_and_100_ranks_within_the_bound(
             print(f"  {what}: {sample.rcu} RCU ({sample.requests} requests, {sample.items_read} items)")
         for kind, units in writes.items():
             print(f"  a record {kind}: {sum(units) / len(units):.2f} WCU on average, {max(units)} at most")
+
+
+def moves(members: int, draw: random.Random) -> tuple[list[tuple[str, Record]], dict[str, str]]:
+    """Each member joins, then moves once or twice: the records in a shuffled order that
+    keeps each member's own, and every member's newest key."""
+    per_member: dict[str, list[Record]] = {}
+    for i in range(members):
+        member, current, records = f"m{i:03d}", None, []
+        for version in range(1, draw.randint(2, 3) + 1):
+            new = key(draw.randrange(1000), member)
+            records.append(Record(current, new, (1, version)))
+            current = new
+        per_member[member] = records
+    order = [m for m, records in per_member.items() for _ in records]
+    draw.shuffle(order)
+    cursor = dict.fromkeys(per_member, 0)
+    applied = []
+    for member in order:
+        applied.append((member, per_member[member][cursor[member]]))
+        cursor[member] += 1
+    return applied, {m: str(records[-1].new) for m, records in per_member.items()}
+
+
+def assert_counts_like(reader: TreeReader, board: str, newest: dict[str, str], draw: random.Random) -> None:
+    ordered = sorted(newest.values())
+    bounds = sorted({key(draw.randrange(1001), f"m{draw.randrange(200):03d}") for _ in range(120)})
+    assert reader.count_below(board, "all", bounds) == [bisect_left(ordered, b) for b in bounds]
+
+
+@small_nodes(4, 4)
+def test_a_tree_grown_with_splits_lies_under_many_partition_keys_and_counts_like_a_sorted_list(
+    tree_store: CountTree,
+) -> None:
+    # Given a new tree, and 150 members joining and moving
+    draw = random.Random(15)
+    board = unique_id("spread")
+    records, newest = moves(150, draw)
+
+    # When a consumer applies their records (leaves, inner nodes and the root split)
+    keeper = TreeKeeper(tree_store)
+    for member, record in records:
+        keeper.apply(Tree(board, "all"), record.change(member))
+
+    # Then the root stays at its fixed key and records the spread layout, every other node
+    # lies under the partition key its sort key hashes to, and the nodes take many of them
+    items = stored_items(tree_store, board)
+    root = next(item for item in items if item["sk"]["S"] == schema.TREE_ROOT)
+    assert root["pk"]["S"] == schema.tree_pk(board, "all")
+    assert root[schema.TREE_LAYOUT] == {"N": str(schema.TREE_SPREAD)}
+    others = [item for item in items if item is not root]
+    for item in others:
+        part = zlib.crc32(item["sk"]["S"].encode()) % schema.TREE_SPREAD
+        assert item["pk"]["S"] == schema.tree_part_pk(board, "all", part)
+    assert len({item["pk"]["S"] for item in others}) >= 20
+    nodes = stored_nodes(tree_store, board)
+    assert max(node.level for node in nodes) >= 3
+    assert_every_member_once_at_its_newest_key(nodes, newest)
+    assert_counts_converged(nodes)
+    # and ranks read across the partition keys (one BatchGetItem a level) are a sorted list's
+    assert_counts_like(TreeReader(tree_store), board, newest, draw)
+    assert_counts_like(TreeReader(CountTree(tree_store.tables)), board, newest, draw)
+    assert len(tree_store.all_nodes(board, "all")) == len(nodes)
+
+
+@small_nodes(4, 4)
+def test_a_tree_of_the_old_layout_counts_exactly_until_a_rebuild_spreads_it(tree_store: CountTree) -> None:
+    # Given a tree written before the spread layout: every node under one partition key,
+    # a root without a layout
+    draw = random.Random(16)
+    board = unique_id("single")
+    records, newest = moves(120, draw)
+    first = {m: Entry(str(r.new), r.version) for m, r in records if r.version == (1, 1)}
+    old = [tree_item(board, "all", node, None, 1) for node in treebuild.build(first)]
+    tree_store.tables.batch_write([{"PutRequest": {"Item": item}} for item in old])
+    assert {item["pk"]["S"] for item in old} == {schema.tree_pk(board, "all")}
+
+    # When a consumer applies the later records to it, splitting its nodes
+    keeper = TreeKeeper(tree_store)
+    for member, record in records:
+        if record.version != (1, 1):
+            keeper.apply(Tree(board, "all"), record.change(member))
+
+    # Then the tree stays in its layout, and ranks count like a sorted list
+    items = stored_items(tree_store, board)
+    assert {item["pk"]["S"] for item in items} == {schema.tree_pk(board, "all")}
+    assert len(items) > len(old)
+    assert schema.TREE_LAYOUT not in next(item for item in items if item["sk"]["S"] == schema.TREE_ROOT)
+    assert_every_member_once_at_its_newest_key(stored_nodes(tree_store, board), newest)
+    reader = TreeReader(tree_store)
+    assert_counts_like(reader, board, newest, draw)
+    assert_counts_like(TreeReader(CountTree(tree_store.tables)), board, newest, draw)
+    assert_found_by_a_store_that_has_not_read_the_root(tree_store, board)
+
+    # When another process rebuilds it (a rebuild drops every node, then puts the build)
+    rebuilder = CountTree(tree_store.tables)
+    entries = {
+        m: e
+        for node in tree_store.all_nodes(board, "all")
+        if isinstance(node, Leaf)
+        for m, e in node.entries.items()
+    }
+    assert rebuilder.drop(board, "all") == len(items)
+    rebuilder.put_nodes(board, "all", treebuild.build(entries, sv=1_000_000), None)
+
+    # Then the tree is spread, and the reader and the keeper that knew the old layout read
+    # and write the new one: their reads find nothing where they looked, and start again
+    # from the root
+    spread = stored_items(tree_store, board)
+    assert len({item["pk"]["S"] for item in spread}) > 10
+    assert [i["sk"]["S"] for i in spread if i["pk"]["S"] == schema.tree_pk(board, "all")] == [
+        schema.TREE_ROOT
+    ]
+    assert_counts_like(reader, board, newest, draw)
+    later, _ = moves(120, random.Random(17))
+    for member, record in later:
+        if record.version == (1, 3):  # versions past every one the tree holds
+            keeper.apply(Tree(board, "all"), Change(member, newest[member], record.new, (1, 4), NOW))
+            newest[member] = str(record.new)
+    assert_every_member_once_at_its_newest_key(stored_nodes(tree_store, board), newest)
+    assert_counts_like(reader, board, newest, draw)
+    assert_counts_like(TreeReader(CountTree(tree_store.tables)), board, newest, draw)
+    assert_found_by_a_store_that_has_not_read_the_root(tree_store, board)
+
+
+def assert_found_by_a_store_that_has_not_read_the_root(tree_store: CountTree, board: str) -> None:
+    """A store that has not seen the tree's root reads its layout from it first."""
+    nodes = [node for node in stored_nodes(tree_store, board) if not node.root]
+    ids = [counttree.ident(node) for node in nodes]
+    found = CountTree(tree_store.tables).read_nodes(board, "all", ids, consistent=True)
+    assert found == dict(zip(ids, nodes, strict=True))

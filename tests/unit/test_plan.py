@@ -131,7 +131,7 @@ def test_the_planner_s_tree_is_the_service_s():
     assert capacity.ranks_rcu(1_000_000) == cost.path_units(1_000_000, 100)
 
 
-def test_ranks_load_the_count_tree_s_partition_and_its_root():
+def test_ranks_load_the_count_tree_s_partition_keys_and_its_root():
     # Given 4,000 ranks a second on 1,000,000 members, with nothing kept in the functions:
     # 4,000 x 2.5 RCU of tree nodes, of which the root, read by every rank, takes 4,000 x 0.5
     def ranks(per_s: float) -> Workload:
@@ -144,10 +144,49 @@ def test_ranks_load_the_count_tree_s_partition_and_its_root():
     assert result.index_rcu == 0  # a rank queries no shard
     # 4.5 RCU a rank, and 80 busy instances' layouts (4,000/s x 20 ms) every 5 s
     assert result.table_rcu == 4_000 * 4.5 + 80 / 5
-    assert any("T#{board}#{period}" in warning for warning in result.warnings)
+    # the nodes below the root are spread over 64 keys: the root's 5 children take 400 each,
+    # the 3 levels below them 6,000 over 64 keys, and one key may hold two of the children
+    assert result.tree_node_rcu == 400
+    assert result.tree_spread_rcu == 6_000 / 64 + 2 * 400
+    assert not any("count tree" in warning for warning in result.warnings)
     # and 6,000 ranks a second take 3,000 RCU/s of the root alone: past what an item serves
     hot = plan(ranks(6_000))
     assert any("root" in warning and "one item" in warning for warning in hot.warnings)
+
+
+def test_the_issue_s_ranks_take_no_partition_key_of_the_tree_past_80_percent():
+    # Given issue 15's load: 10,000 ranks a second on 1,000,000 members, the root kept 1 s
+    result = plan(
+        Workload(
+            writes_per_s=5_000, top_reads_per_s=100_000, rank_reads_per_s=10_000, members=1_000_000, k=100
+        )
+    )
+    # Then the tree takes 20,100 RCU/s in all, as on one key it did: the root 100 on its own
+    # key, each of the root's 5 children 1,000 (a third of what one item serves), and the
+    # busiest of the 64 keys 15,000 / 64 of the levels below and two of the root's children
+    assert result.tree_partition_rcu == 20_100
+    assert result.tree_root_rcu == 100
+    assert result.tree_node_rcu == 1_000
+    assert result.tree_spread_rcu == pytest.approx(2_234.4, abs=0.1)
+    assert result.tree_spread_rcu < capacity.SAFETY_FRACTION * capacity.PARTITION_RCU_PER_S
+    assert not any("count tree" in warning for warning in result.warnings)
+    # and at 20,000 ranks a second the busiest key goes past 80 %: the planner says so
+    twice = plan(Workload(writes_per_s=10, top_reads_per_s=0, rank_reads_per_s=20_000, members=1_000_000))
+    assert any("T#{board}#{period}#{n}" in warning for warning in twice.warnings)
+
+
+def test_the_root_s_children_crowd_a_key_as_a_hash_may():
+    # Given nodes hashed over 64 keys: the most one key holds, but with a chance under 1 %
+    # Then 5 children: two on one key happen about 15 % of the time, three under 0.3 %
+    assert capacity.crowding(5) == 2
+    assert capacity.crowding(1) == 1
+    assert capacity.crowding(0) == 0
+    # 17 children (100,000,000 members): three on a key with a chance of about 17 %
+    assert capacity.crowding(17) == 3
+    # the planner's spread is the service's
+    from podium.dal import schema
+
+    assert capacity.TREE_SPREAD == schema.TREE_SPREAD
 
 
 def test_kept_in_the_functions_a_hot_board_s_items_are_read_once_a_second_per_instance():
