@@ -119,12 +119,17 @@ class Board:
                     low = self.threshold if kind == 1 else 0
                     score = draw.randrange(low, load.TOP_SCORE + 1)
             self.writing.add(member)
+            return member, score
+
+    def written(self, member: int, score: int) -> None:
+        """The write that ``pick`` chose went through: the model takes it (a write that
+        failed never reaches the model, which would then hold a score the board has not)."""
+        with self.lock:
             self.scores[member] = score
             if score >= self.threshold:
                 self.top.add(member)
             else:
                 self.top.discard(member)
-            return member, score
 
 
 def _write(
@@ -141,13 +146,30 @@ def _write(
     while not stop.is_set():
         member, score = board.pick(draw)
         try:
-            service.members.submit_score(board_id, load.member_id(member), Decimal(score))
+            _submit(service, board_id, member, score)
+            board.written(member, score)
         finally:
             board.done(member)
         with seen.lock:
             seen.writes += 1
         next_at += interval
         time.sleep(max(0.0, next_at - time.monotonic()))
+
+
+WRITE_ATTEMPTS = 10  # a set score is the same write again: tried until DynamoDB Local takes it
+
+
+def _submit(service: Services, board_id: str, member: int, score: int) -> None:
+    """Set the member's score, again after an error (DynamoDB Local refuses writes it cannot
+    lock in time under load): the model takes the score only once it is written."""
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            service.members.submit_score(board_id, load.member_id(member), Decimal(score))
+            return
+        except Exception:
+            if attempt == WRITE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))
 
 
 def _read(service: Services, board_id: str, stop: threading.Event, seen: Observed) -> None:
