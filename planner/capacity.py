@@ -161,7 +161,6 @@ class Plan:
     index_rcu_per_shard: float
     board_partition_rcu: float  # reads of B#{board}: board, count, layouts (the head's go to its copies)
     head_item_rcu: float  # the head's reads, over its HEAD_COPIES copies
-    head_copy_rcu: float  # of those, one copy's (its own partition key): head_item_rcu / HEAD_COPIES
     read_instances: float  # warm instances the reads keep busy (each keeps its own copies)
     tree_partition_rcu: float  # reads of the count tree's nodes, over all its partition keys
     tree_root_rcu: float  # of those, the root's (T#{board}#{period}): every rank reads it
@@ -174,6 +173,11 @@ class Plan:
     monthly_storage_cost: float
     monthly_cache_cost: float
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def head_copy_rcu(self) -> float:
+        """One copy's share of the head's reads (each copy has a partition key of its own)."""
+        return self.head_item_rcu / HEAD_COPIES
 
     @property
     def monthly_cost(self) -> float:
@@ -449,7 +453,6 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         index_rcu_per_shard=index_rcu_per_shard,
         board_partition_rcu=board_rcu,
         head_item_rcu=head_rcu,
-        head_copy_rcu=head_copy_rcu,
         read_instances=top_busy + rank_busy,
         tree_partition_rcu=tree.total,
         tree_root_rcu=root_rcu,
