@@ -184,8 +184,8 @@ class Boards:
             keys.append(schema.period_count_key(board_id, period))
         if member_id is not None:
             keys.append(schema.score_key(board_id, member_id, period))
-        copy_key = schema.head_copy_key(board_id, period, self.head_copy)
-        if head:
+        copy_key = schema.head_copy_key(board_id, period, self.head_copy) if head else None
+        if copy_key is not None:
             keys.append(copy_key)
         items = self.tables.batch_get(keys, consistent=member_id is not None)
 
@@ -195,12 +195,11 @@ class Boards:
         board_item = found(schema.board_key(board_id))
         count_item = found(schema.period_count_key(board_id, period))
         score_item = found(schema.score_key(board_id, member_id, period)) if member_id else None
-        copy_item = found(copy_key)
         return View(
             board=codecs.board_from_item(board_id, board_item) if board_item else None,
             period_count=max(0, int(count_item["memberCount"]["N"])) if count_item else 0,
             score=codecs.score_from_item(score_item) if score_item else None,
-            head=self._or_primary(board_id, period, copy_item) if head and board_item else None,
+            head=self._or_primary(board_id, period, found(copy_key)) if copy_key and board_item else None,
         )
 
     def head(self, board_id: str, period: str) -> HeadItem | None:
