@@ -80,7 +80,7 @@ TREE_CROWDING_CHANCE = 0.01
 
 # -- What each function instance keeps (podium.recent; docs/capacity.md, "Hot boards") ------
 READ_CACHE_SECONDS = 1.0  # the template's ReadCacheSeconds: the board, count, tree root
-HEAD_KEEP_SECONDS = 0.5  # podium.recent: the head (with the board and count) at most this
+HEAD_KEEP_SECONDS = 0.25  # podium.recent: the head (with the board and count) at most this
 LAYOUT_CACHE_SECONDS = 5.0  # LAYOUT_CACHE_SECONDS: a board's layout, read strongly consistent
 LAYOUT_RCU = 1.0  # the board item, strongly consistent
 # estimate: how long a warm instance takes over one request (Lambda bills it by the ms);

@@ -197,13 +197,14 @@ def test_kept_in_the_functions_a_hot_board_s_items_are_read_once_a_second_per_in
     )
     # The reads keep 1,000 + 200 instances busy (10 ms a top, 20 ms a rank)
     assert result.read_instances == 1_200
-    # Each reads the head twice a second: it keeps the head half a second at most, the API's
-    # 2 s of head lag less the stream's second. 2,000 RCU/s of the head, not 100,000, spread
-    # over its 4 copies' partitions (each instance reads one): 500 each, 17 % of a partition
-    assert result.head_item_rcu == 2_000
-    assert result.top_reads_to_dynamodb == 2_000
+    # Each reads the head four times a second: it keeps the head a quarter second at most, the
+    # API's 2 s of head lag less the stream's second and its margin. 4,000 RCU/s of the head,
+    # not 100,000, spread over its 4 copies' partitions (each instance reads one): 1,000
+    # each, 33 % of a partition
+    assert result.head_item_rcu == 4_000
+    assert result.top_reads_to_dynamodb == 4_000
     assert capacity.HEAD_COPIES == 4
-    assert result.head_copy_rcu == 500
+    assert result.head_copy_rcu == 1_000
     assert not any("copies" in warning for warning in result.warnings)
     # The board's partition: the tops' board and count (1 RCU) once a second an instance,
     # 1,000 times a second, the ranks' board (1 RCU, read with the score) 200 times, every
@@ -273,9 +274,9 @@ def test_the_api_cache_caps_top_reads_reaching_dynamodb():
     assert result.top_reads_to_dynamodb == 5
     assert result.table_rcu == 10 + 1 / 5  # 5 * 2, and one instance's layout every 5 s
     assert result.monthly_cache_cost == pytest.approx(0.02 * 730)
-    # and the one instance those 5 reads keep busy reads the head twice a second
+    # and the one instance those 5 reads keep busy reads the head four times a second
     kept = plan(cached(capacity.READ_CACHE_SECONDS))
-    assert kept.top_reads_to_dynamodb == 2
+    assert kept.top_reads_to_dynamodb == 4
 
 
 def test_event_log_ceiling_per_member():
@@ -335,15 +336,18 @@ def test_the_worked_example_s_reads_with_what_the_instances_keep():
         Workload(writes_per_s=5_000, top_reads_per_s=16_000, rank_reads_per_s=4_000, members=1_000_000, k=100)
     )
     # 160 + 80 instances; the board's items 160 x 1 (board and count, kept a second) + 80
-    # + 240 / 5; the head's copies 2 x 160 (the head kept half a second); the root 80 x 0.5
+    # + 240 / 5; the head's copies 4 x 160 (the head kept a quarter second); the root 80 x 0.5
     assert result.read_instances == 240
     assert result.board_partition_rcu == 288
-    assert result.head_item_rcu == 320
+    assert result.head_item_rcu == 640
     assert result.tree_root_rcu == 40
     # the table: those, and every rank's score (1) and 4 nodes under the root (2)
-    assert result.table_rcu == 288 + 320 + 40 + 4_000 * 3
-    # and writes of 30,200 WRU/s: $49,603.50, so $53,758.58 a month
-    assert result.monthly_cost == pytest.approx(53_758.58, abs=0.01)
+    assert result.table_rcu == 288 + 640 + 40 + 4_000 * 3
+    # and writes of 30,200 WRU/s: $49,603.50; reads of 12,968 RRU/s: $4,259.99 (730 hours
+    # at $0.125 a million), so $53,863.70 a month with storage
+    assert result.monthly_write_cost == pytest.approx(49_603.50, abs=0.01)
+    assert result.monthly_read_cost == pytest.approx(12_968 * 3_600 * 730 / 1e6 * 0.125, abs=0.01)
+    assert result.monthly_cost == pytest.approx(53_863.70, abs=0.01)
     # where keeping nothing read 50,000 RCU/s, 36,000 of them the board's items and the head
     cold = plan(
         Workload(
