@@ -8,6 +8,7 @@ import json
 import signal
 import sys
 import time
+from datetime import UTC, datetime
 
 from bench import report
 from bench.run import (
@@ -73,6 +74,10 @@ def main() -> None:
     )
     if args.report_only or any(again):
         results = json.loads((plan.data / "results.json").read_text())
+        parts = ("coldstart", "probe", "worst", "grown", "hot", "churn")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        measured = {part: now for part, on in zip(parts, again, strict=True) if on}
+        results.setdefault("measuredAgain", {}).update(measured)
         if args.probe_only:
             results["probes"] = measure_probes(plan.data)
             (plan.data / "results.json").write_text(json.dumps(results, indent=1))

@@ -826,6 +826,16 @@ def _grown_section(results: dict[str, Any]) -> list[str]:
     return out
 
 
+def _measured_again(results: dict[str, Any]) -> list[str]:
+    """A sentence naming the sections a later `python -m bench --<part>-only` measured again
+    into these results, and when: their figures are not from the run the page is dated by."""
+    again = results.get("measuredAgain") or {}
+    if not again:
+        return []
+    parts = ", ".join(f"{part} (`python -m bench --{part}-only`, {at})" for part, at in sorted(again.items()))
+    return ["", f"Measured again since, alone on the machine, into the same results: {parts}."]
+
+
 def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     plan = results["plan"]
     size = _largest(results)
@@ -836,6 +846,7 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
         f"in {results['seconds'] / 60:.0f} minutes. Every table and figure on this page comes from that "
         "command: run it again to refresh them. The raw results are in "
         f"`bench-data/{'quick/' if results['quick'] else ''}results.json` (not committed).",
+        *_measured_again(results),
         "",
         "## Targets",
         "",
