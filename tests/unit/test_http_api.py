@@ -153,3 +153,32 @@ def test_the_local_http_door_serves_the_same_routes() -> None:
     assert default is not None
     assert (default.path, default.function) == ("$default", "WebFunction")
     assert all(route.authorizer is None for route in routes)
+
+
+def test_the_local_http_door_sends_payload_format_1_0() -> None:
+    # Given the route of top, as the local HTTP door serves it
+    from devstack import httpdoor
+
+    routes, _ = template.read().http_api_routes()
+    [top] = [route for route in routes if route.path == "/boards/{boardId}/top"]
+
+    # When a request for it becomes an event
+    event = httpdoor.event(
+        top, "GET", "/boards/images/top", {"boardId": "images"}, "limit=3&limit=5",
+        {"Authorization": "Bearer t", "Host": "abc.execute-api"}, b"", "10.0.0.1",
+    )  # fmt: skip
+
+    # Then it has the REST proxy event's fields as an HTTP API's payload format 1.0 fills
+    # them: lower-case header names, the $default stage, no authorizer's context
+    assert event["version"] == "1.0"
+    assert (event["resource"], event["path"], event["httpMethod"]) == (top.path, "/boards/images/top", "GET")
+    assert event["headers"] == {"authorization": "Bearer t", "host": "abc.execute-api"}
+    assert event["queryStringParameters"] == {"limit": "3"}
+    assert event["multiValueQueryStringParameters"] == {"limit": ["3", "5"]}
+    assert event["pathParameters"] == {"boardId": "images"}
+    context = event["requestContext"]
+    assert context["authorizer"] == {"claims": None, "scopes": None}
+    assert (context["stage"], context["path"]) == ("$default", event["path"])  # no stage in the path
+    assert context["resourcePath"] == top.path
+    assert context["identity"]["sourceIp"] == "10.0.0.1"
+    assert (event["body"], event["isBase64Encoded"]) == (None, False)
