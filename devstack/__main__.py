@@ -13,9 +13,9 @@ import signal
 import sys
 from pathlib import Path
 
-from devstack import redrive
+from devstack import httpdoor, redrive
 from devstack.functions import LambdaContext, load_handler
-from devstack.stack import NotRunning, Stack, attach, serve_forever
+from devstack.stack import FRONT_DOOR, NotRunning, Stack, attach, serve_forever
 
 
 def _stop_on_sigterm(*_: object) -> None:
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
             deliver_twice=args.deliver_twice,
             schedule_seconds=args.schedule_seconds,
             db_path=args.db_path,
+            front_door=args.front_door,
         )
     )
     return 0
@@ -100,6 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         metavar="DIR",
         help="keep DynamoDB Local's data on disk in DIR (-dbPath), across restarts (make run DB_PATH=DIR)",
+    )
+    parser.add_argument(
+        "--front-door",
+        choices=httpdoor.FRONT_DOORS,
+        default=os.environ.get(FRONT_DOOR, httpdoor.REST).strip().lower(),
+        help="serve the template's REST API (its edge authorizer and gateway responses) or its HTTP API "
+        "(HttpApi=on: payload format 1.0, tokens checked in the functions); also FRONT_DOOR",
     )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("run", help="run the whole stack in the foreground (the default)")

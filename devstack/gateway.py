@@ -1,5 +1,7 @@
 """A local stand-in for API Gateway: each HTTP request becomes a REST proxy event for the
-function that ``template.yaml`` routes it to."""
+function that ``template.yaml`` routes it to; or, as the HTTP door (``front_door="http"``,
+devstack/httpdoor.py), the HTTP API's payload format 1.0 event for the function of the
+template's HTTP API route, with no edge authorizer."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from devstack import httpdoor
 from devstack.apidocs import ApiDocs
 from devstack.functions import FunctionPool
 from devstack.issuer import PREFIX as ISSUER_PREFIX
@@ -182,8 +185,14 @@ class Gateway:
         edge: EdgeAuth | None = None,
         issuer: LocalIssuer | None = None,
         docs: ApiDocs | None = None,
+        front_door: str = httpdoor.REST,
+        default_route: Route | None = None,
     ) -> None:
+        if front_door not in httpdoor.FRONT_DOORS:
+            raise ValueError(f"front door {front_door!r}: one of {', '.join(httpdoor.FRONT_DOORS)}")
         self.routes = routes
+        self.front_door = front_door
+        self.default_route = default_route  # the HTTP API's $default route
         self.edge = edge
         self.issuer = issuer
         self.docs = docs  # Swagger UI at /docs: the local stack's own, as the issuer is
@@ -195,8 +204,20 @@ class Gateway:
             self.clock = ControllableClock()
             clock.set_override(self.clock)
         self.pools = {
-            route.function: FunctionPool(route.function, route.code_dir, route.handler) for route in routes
+            route.function: FunctionPool(route.function, route.code_dir, route.handler)
+            for route in [*routes, *([default_route] if default_route else [])]
         }
+
+    @property
+    def http_door(self) -> bool:
+        return self.front_door == httpdoor.HTTP
+
+    def too_large(self) -> Answer:
+        """What API Gateway answers a body over its payload quota, without reading it."""
+        if self.http_door:
+            return httpdoor.TOO_LARGE
+        limit = f"the body is over the API limit of {GATEWAY_BODY_LIMIT} bytes (10 MiB)"
+        return _error(413, "PayloadTooLarge", limit)
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:
@@ -270,10 +291,17 @@ class Gateway:
         if self.docs is not None and (docs := self.docs.handle(method, path, headers)) is not None:
             return docs
         found = self.match(method, path)
+        if found is None and self.http_door and self.default_route is not None:
+            found = self.default_route, {}
+        if found is None and self.http_door:
+            return httpdoor.NOT_FOUND
         if found is None:
             return _error(404, "NotFound", f"no route for {method} {path}")
         route, params = found
-        event = self.proxy_event(route, method, path, params, split.query, headers, body, source_ip)
+        if self.http_door:
+            event = httpdoor.event(route, method, path, params, split.query, headers, body, source_ip)
+        else:
+            event = self.proxy_event(route, method, path, params, split.query, headers, body, source_ip)
         if self.edge is not None and route.authorizer is not None:
             context, refusal = self.edge.check(route, method, path, headers)
             if refusal is not None:
@@ -281,7 +309,9 @@ class Gateway:
             event["requestContext"]["authorizer"] = context
         try:
             result = self.pools[route.function].invoke(event)
-        except Exception as error:  # the function crashed: API Gateway answers 502
+        except Exception as error:  # the function crashed: API Gateway answers 502 (an HTTP API 500)
+            if self.http_door:
+                return httpdoor.INTEGRATION_FAILED
             return _error(502, "InternalError", f"{route.function} failed: {type(error).__name__}")
         response_headers = dict(result.get("headers") or {})
         for name, values in (result.get("multiValueHeaders") or {}).items():
@@ -304,8 +334,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             # API Gateway refuses such a body itself (its REQUEST_TOO_LARGE response, which the
             # template gives the API's error shape) without reading it, and so does this.
             self.close_connection = True
-            limit = f"the body is over the API limit of {GATEWAY_BODY_LIMIT} bytes (10 MiB)"
-            status, response_headers, data = _error(413, "PayloadTooLarge", limit)
+            status, response_headers, data = self.gateway.too_large()
         else:
             body = self.rfile.read(length) if length else b""
             headers = dict(self.headers.items())

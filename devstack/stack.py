@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devstack import httpdoor
 from devstack import template as template_module
 from devstack.apidocs import ApiDocs
 from devstack.dynamodb_local import DynamoDBLocal
@@ -29,6 +30,7 @@ RUNNING = STATE / "running.json"  # where `python -m devstack invoke` finds a ru
 
 log = logging.getLogger("devstack")
 AUTH_SWITCH = "PODIUM_AUTH"
+FRONT_DOOR = "FRONT_DOOR"  # rest (the default) or http: which of the template's APIs to serve
 
 LOCAL_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "local",
@@ -145,6 +147,9 @@ class Stack:
     announce: bool = True  # write .devstack/running.json for `invoke` (not for a stack inside the bench)
     # Tokens checked as in AWS, against the stack's own issuer; PODIUM_AUTH=off: every caller is an admin.
     auth: bool = field(default_factory=lambda: os.environ.get(AUTH_SWITCH, "on").strip().lower() != "off")
+    # The REST API's routes behind its edge authorizer, or the HTTP API's (HttpApi=on) with
+    # none: the functions check the tokens (devstack/httpdoor.py).
+    front_door: str = field(default_factory=lambda: os.environ.get(FRONT_DOOR, httpdoor.REST).strip().lower())
     issuer: LocalIssuer | None = None
     dynamodb: DynamoDBLocal | None = None
     moto: MotoServer | None = None
@@ -190,11 +195,15 @@ class Stack:
         sns_endpoint, sqs_endpoint = self._start_messaging()
         self.messaging = create_messaging(spec, sns_endpoint, sqs_endpoint)
         # The API's port is bound first: the issuer's URL (its tokens' iss, its JWKS) is on it.
-        gateway = Gateway(spec.routes())
+        if self.front_door == httpdoor.HTTP:
+            routes, default_route = spec.http_api_routes()
+            gateway = Gateway(routes, front_door=self.front_door, default_route=default_route)
+        else:
+            gateway = Gateway(spec.routes(), front_door=self.front_door)
         self.api = ApiServer(gateway, self.host, self.port, self.verbose)
         self.issuer = gateway.issuer = LocalIssuer(self.url)
         gateway.docs = ApiDocs(self.url, auth=self.auth)
-        if self.auth:
+        if self.auth and not gateway.http_door:
             gateway.edge = EdgeAuth(spec.authorizers(), spec.gateway_responses())
         # The functions run in this process: their boto3 clients find SNS and SQS through
         # AWS_ENDPOINT_URL_SNS / _SQS, the topics and queues through these variables, and
@@ -244,6 +253,7 @@ class Stack:
                     "tablePrefix": self.table_prefix,
                     "api": self.url,
                     "auth": self.auth,
+                    "frontDoor": self.front_door,
                     "localEnvironment": local,
                     "sns": self.messaging.sns_endpoint,
                     "sqs": self.messaging.sqs_endpoint,
@@ -291,9 +301,19 @@ def serve_forever(stack: Stack) -> None:
         )
     else:
         print("PODIUM_AUTH=off: no token needed, every caller is an admin", flush=True)
-    for route in template_module.read(stack.table_prefix).routes():
+    spec = template_module.read(stack.table_prefix)
+    if stack.front_door == httpdoor.HTTP:
+        routes, default_route = spec.http_api_routes()
+        print("The HTTP door (HttpApi=on): no edge authorizer, each function checks the token", flush=True)
+    else:
+        routes, default_route = spec.routes(), None
+    for route in routes:
         guard = "token" if route.authorizer else "token, or none on a publicRead board"
+        if stack.front_door == httpdoor.HTTP:
+            guard = "checked in the function"
         print(f"  {route.method:6} {route.path}  -> {route.function}  ({guard})", flush=True)
+    if default_route is not None:
+        print(f"  any other request ($default)  -> {default_route.function}  (404 NotFound)", flush=True)
     for timer in stack.timers:
         print(f"  {timer}  -> {timer.schedule.function}", flush=True)
     if stack.messaging is not None:

@@ -200,6 +200,47 @@ class Template:
                 )
         return routes
 
+    def http_api_routes(self) -> tuple[list[Route], Route | None]:
+        """The routes of the template's HTTP API (``AWS::ApiGatewayV2::Route``, under the
+        ``HttpApi`` parameter's condition), each to the function its integration invokes,
+        and its ``$default`` route (None without one): what the local stack serves as the
+        HTTP door (``--front-door http``). Read from those resources, not from the REST
+        API's events, so that a route missing from one door shows here too. No route has
+        an authorizer: the functions check the token themselves."""
+        integrations = {}
+        for name, resource in self.resources.items():
+            if resource.get("Type") != "AWS::ApiGatewayV2::Integration":
+                continue
+            properties = resource["Properties"]
+            if str(properties.get("PayloadFormatVersion")) != "1.0":
+                raise ValueError(f"{name}: the local HTTP door sends payload format 1.0 only")
+            uri = properties["IntegrationUri"]
+            if not (isinstance(uri, _Tag) and uri.tag == "GetAtt" and str(uri.value).endswith(".Arn")):
+                raise ValueError(f"{name}: the local HTTP door needs IntegrationUri: !GetAtt <Function>.Arn")
+            integrations[name] = str(uri.value).removesuffix(".Arn")
+        functions = self._functions()
+        routes: list[Route] = []
+        default: Route | None = None
+        for name, resource in self.resources.items():
+            if resource.get("Type") != "AWS::ApiGatewayV2::Route":
+                continue
+            properties = resource["Properties"]
+            if properties.get("AuthorizationType", "NONE") != "NONE":
+                raise ValueError(f"{name}: the local HTTP door runs no authorizer")
+            target = properties["Target"]
+            found = re.fullmatch(r"integrations/\$\{(\w+)\}", str(getattr(target, "value", target)))
+            if found is None:
+                raise ValueError(f"{name}: Target must be !Sub integrations/${{<Integration>}}")
+            function = integrations[found.group(1)]
+            code_dir, handler = self._code(functions[function])
+            key = str(properties["RouteKey"])
+            if key == "$default":
+                default = Route("*", key, function, code_dir, handler)
+                continue
+            method, path = key.split(" ", 1)
+            routes.append(Route(method.upper(), path, function, code_dir, handler))
+        return routes, default
+
     def _api_auth(self, event_properties: dict[str, Any]) -> dict[str, Any]:
         """The ``Auth`` of the API a route belongs to (its ``RestApiId``)."""
         api = event_properties.get("RestApiId")

@@ -65,6 +65,7 @@ OWN_STACK_MODULES = frozenset(
     for name in (
         "test_crash",
         "test_faults",
+        "test_http_door",
         "test_period_results",
         "test_redrive",
         "test_resharding",

@@ -54,8 +54,20 @@ def top(boardId: str) -> http.Response:
     return http.json_response(200, {"boardId": boardId, **listing})
 
 
+# What the REST API's edge authorizer hands the function of a route behind it, for an
+# admin's token (a route without one, or the HTTP API, hands none: test_admission below).
+BEHIND_THE_EDGE = {"authorizer": {"role": "admin", "memberId": "", "expiresAt": 4102444800}}
+
+
 def proxy_event(method: str, path: str, **fields: Any) -> dict[str, Any]:
-    return {"httpMethod": method, "path": path, "headers": None, "body": None, **fields}
+    return {
+        "httpMethod": method,
+        "path": path,
+        "headers": None,
+        "body": None,
+        "requestContext": BEHIND_THE_EDGE,
+        **fields,
+    }
 
 
 def test_the_route_gets_its_decoded_parameters_body_query_headers_and_context() -> None:
@@ -122,6 +134,38 @@ def test_throttled_is_a_429_with_retry_after() -> None:
     assert result["statusCode"] == 429
     assert json.loads(result["body"])["code"] == "Throttled"
     assert result["multiValueHeaders"]["Retry-After"] == ["1"]
+
+
+# -- admission: the edge's first cut, where no edge authorizer ran ------------------------------
+
+
+def test_a_request_no_edge_checked_is_admitted_by_its_role_before_it_is_parsed() -> None:
+    # Given requests as the HTTP API sends them (payload format 1.0: no authorizer ran,
+    # no token): an admin-only route's with a body that is not JSON, and a public read's
+    seen.clear()
+    no_edge = {"authorizer": {"claims": None, "scopes": None}}
+    write = proxy_event("PUT", "/boards/images/members/m", body="{not json", requestContext=no_edge)
+    read = proxy_event("GET", "/boards/images/top", requestContext=no_edge)
+
+    # When they are resolved
+    refused = app.resolve(write, None)
+    answered = app.resolve(read, None)
+
+    # Then the write is 401 before its route ran (no 400 for its body), as behind the edge
+    assert refused["statusCode"] == 401, refused["body"]
+    assert json.loads(refused["body"])["code"] == "Unauthorized"
+    assert seen == {}
+    # And the public read goes on to its route, which decides with the board's policy
+    assert answered["statusCode"] == 200
+    assert app.route_key == "GET /boards/{boardId}/top"
+
+
+def test_a_request_no_route_serves_has_the_default_routes_key() -> None:
+    # When a request reaches a function that serves no route of it (the HTTP API's $default)
+    app.resolve(proxy_event("PATCH", "/anything"), None)
+
+    # Then its metrics' AccessPattern is the one key $default, never its path
+    assert app.route_key == http.DEFAULT_ROUTE
 
 
 # -- conditional reads ------------------------------------------------------------------------

@@ -108,6 +108,18 @@ def reachable(role: Role) -> frozenset[Route]:
     return PUBLIC_READS
 
 
+def admit(caller: Caller, route: Route) -> None:
+    """What the edge authorizer decides, for a request that none checked (the HTTP API runs
+    none; a REST route without one): 401 for an anonymous caller, 403 for a player, on a
+    route its role can never call, before the function parses anything. ``require``
+    decides the rest, as behind the edge."""
+    if route in reachable(caller.role):
+        return
+    if caller.role is Role.ANONYMOUS:
+        raise Unauthorized("this request needs a bearer token (Authorization: Bearer <token>)")
+    raise Forbidden(f"only an admin may {route.value}")
+
+
 def needs_board(caller: Caller, route: Route) -> bool:
     """Whether ``require`` needs the board's policy to decide for this caller."""
     if caller.is_admin:

@@ -146,19 +146,44 @@ def route_pattern(rule: str) -> re.Pattern[str]:
     return re.compile(f"^{body}/*$")
 
 
+# What the HTTP API's $default route is called: the key of a request that no route matched.
+DEFAULT_ROUTE = "$default"
+
+
+class _Route:
+    """One route of a function: its key as API Gateway names it (``GET /boards/{boardId}``),
+    the pattern of its paths, the function that answers it, and the API's route that
+    ``podium.access`` knows it by (None for the page's)."""
+
+    def __init__(self, method: str, rule: str, function: Callable[..., Response]) -> None:
+        from podium import access
+
+        self.key = f"{method} {_PARAMETER.sub(lambda found: '{' + found.group(1) + '}', rule)}"
+        self.method = method
+        self.pattern = route_pattern(rule)
+        self.function = function
+        try:
+            self.api_route: access.Route | None = access.Route(self.key)
+        except ValueError:  # the page's routes, which anyone may call
+            self.api_route = None
+
+
 class Resolver:
-    """Calls the route that matches a REST proxy event, and turns what it raises into
-    the error response (``answer_error``)."""
+    """Calls the route that matches a REST proxy event (the REST API's, or the HTTP API's
+    in payload format 1.0: the same fields), and turns what it raises into the error
+    response (``answer_error``)."""
 
     current_event: ProxyEvent
     lambda_context: Any
+    route_key: str  # the matched route's key, or DEFAULT_ROUTE: the request's AccessPattern
 
     def __init__(self) -> None:
-        self._routes: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = []
+        self._routes: list[_Route] = []
+        self._caller: Caller | None = None
 
     def route(self, rule: str, method: str) -> Callable[[RouteFunction], RouteFunction]:
         def register(function: RouteFunction) -> RouteFunction:
-            self._routes.append((method.upper(), route_pattern(rule), function))
+            self._routes.append(_Route(method.upper(), rule, function))
             return function
 
         return register
@@ -178,6 +203,8 @@ class Resolver:
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self.current_event = ProxyEvent(event)
         self.lambda_context = context
+        self.route_key = DEFAULT_ROUTE
+        self._caller = None
         method = self.current_event.http_method.upper()
         path = self.current_event.path
         try:
@@ -188,12 +215,35 @@ class Resolver:
             response = conditional(response, self.current_event.headers.get("If-None-Match"))
         return response.to_proxy_result()
 
+    def caller(self) -> Caller:
+        """Who makes the current request (podium.identity), found once per request."""
+        if self._caller is None:
+            from podium import identity
+
+            event = self.current_event
+            self._caller = identity.caller_of(event.headers, event.authorizer)
+        return self._caller
+
     def _call_route(self, method: str, path: str) -> Response:
-        for route_method, pattern, function in self._routes:
-            found = pattern.match(path) if route_method == method else None
+        for route in self._routes:
+            found = route.pattern.match(path) if route.method == method else None
             if found:
-                return function(**found.groupdict())
+                self.route_key = route.key
+                if route.api_route is not None:
+                    _admit(self, route.api_route)
+                return route.function(**found.groupdict())
+        # Only the HTTP API's $default route sends a function a request none of its routes
+        # match (the page's function: template.yaml), answered as the REST API's gateway does.
         return error_response(404, "NotFound", f"no route for {self.current_event.http_method} {path}")
+
+
+def _admit(app: Resolver, route: Route) -> None:
+    """The edge authorizer's first cut, made here when no edge authorizer ran (the HTTP
+    API; a REST route without one): no work for a request whose role can never call the
+    route, and the same 401 or 403 before a 400 as behind the edge."""
+    from podium import access
+
+    access.admit(app.caller(), route)
 
 
 def json_response(status: int, body: Any) -> Response:
@@ -279,7 +329,7 @@ def entrypoint(app: Resolver, *, with_metrics: bool = False) -> LambdaHandler:
             return app.resolve(event, context)
         with usage.measuring() as used:
             result = app.resolve(event, context)
-        telemetry.publish_request(telemetry.access_pattern(event), int(result["statusCode"]), used)
+        telemetry.publish_request(app.route_key, int(result["statusCode"]), used)
         return result
 
     handler: LambdaHandler = lambda_handler
@@ -290,10 +340,7 @@ def entrypoint(app: Resolver, *, with_metrics: bool = False) -> LambdaHandler:
 
 def caller(app: Resolver) -> Caller:
     """Who makes the current request (podium.identity)."""
-    from podium import identity
-
-    event = app.current_event
-    return identity.caller_of(event.headers, event.authorizer)
+    return app.caller()
 
 
 def authorize(

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
@@ -49,15 +49,11 @@ CLIENT_ERROR = "ClientError"
 HEAD_LAG = "HeadLag"
 
 
-def access_pattern(event: Mapping[str, Any]) -> str:
-    """The route of a REST proxy event as API Gateway matched it: its method and resource
-    path (``GET /boards/{boardId}/top``), never the path with its ids in it (one dimension
-    value per route keeps the metrics' count, and their cost, fixed)."""
-    return f"{event.get('httpMethod', '?')} {event.get('resource', '?')}"
-
-
 def publish_request(pattern: str, status: int, used: Usage) -> None:
-    """One EMF line for one request, with its route as ``AccessPattern``."""
+    """One EMF line for one request, with its route as ``AccessPattern``: its method and
+    path as API Gateway names the route (``GET /boards/{boardId}/top``, the key that
+    ``podium.http``'s resolver matched), never the path with its ids in it (one dimension
+    value per route keeps the metrics' count, and their cost, fixed)."""
     _publish(
         {
             CONSUMED_RCU: used.read_units,
