@@ -238,14 +238,7 @@ class Gateway:
         source_ip: str,
     ) -> dict[str, Any]:
         multi_query = parse_qs(query, keep_blank_values=True)
-        text_body: str | None = None
-        is_base64 = False
-        if body:
-            try:
-                text_body = body.decode("utf-8")
-            except UnicodeDecodeError:
-                text_body = base64.b64encode(body).decode("ascii")
-                is_base64 = True
+        text_body, is_base64 = httpdoor.proxy_body(body)
         return {
             "resource": route.path,
             "path": path,

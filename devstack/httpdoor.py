@@ -42,6 +42,17 @@ TOO_LARGE = own_answer(413, "Request Entity Too Large")
 INTEGRATION_FAILED = own_answer(500, "Internal Server Error")
 
 
+def proxy_body(body: bytes) -> tuple[str | None, bool]:
+    """A request's body as a proxy event carries it, in either door's payload: the text of
+    UTF-8, else base64 with ``isBase64Encoded``; None for no body."""
+    if not body:
+        return None, False
+    try:
+        return body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), True
+
+
 def event(
     route: Route,
     method: str,
@@ -55,14 +66,7 @@ def event(
     """The payload format 1.0 event of a request that ``route`` matched."""
     lowered = {name.lower(): value for name, value in headers.items()}
     multi_query = parse_qs(query, keep_blank_values=True)
-    text_body: str | None = None
-    is_base64 = False
-    if body:
-        try:
-            text_body = body.decode("utf-8")
-        except UnicodeDecodeError:
-            text_body = base64.b64encode(body).decode("ascii")
-            is_base64 = True
+    text_body, is_base64 = proxy_body(body)
     now = time.time()
     host = lowered.get("host", "localhost")
     return {

@@ -106,6 +106,20 @@ def bad_tokens(api: Api) -> dict[str, str]:
     }
 
 
+def assert_bad_tokens_are_401(api: Api, public: str, closed: str) -> None:
+    """Every kind of bad token is 401 on the routes of both kinds (with and without an edge
+    authorizer on the REST door), a public board's or not, and so is another scheme."""
+    for kind, token in bad_tokens(api).items():
+        for path in ("/boards", f"/boards/{public}/top", f"/boards/{closed}/snapshots"):
+            response = api.call("GET", path, token)
+            assert response.status_code == 401, (kind, path, response.text)
+            assert response.json()["code"] == "Unauthorized"
+
+    # And a header of another scheme is 401 too
+    response = api.call("GET", f"/boards/{public}/top", headers={"Authorization": "Basic YWxpY2U6cHc="})
+    assert_status(response, 401, "Unauthorized")
+
+
 def test_no_token_or_a_bad_one_is_401_at_the_edge_and_in_the_function(api: Api) -> None:
     # Given a board that is not publicly readable and one that is
     closed = api.board()
@@ -119,16 +133,9 @@ def test_no_token_or_a_bad_one_is_401_at_the_edge_and_in_the_function(api: Api) 
     assert_status(api.call("GET", f"/boards/{closed}"), 401, "Unauthorized")
     assert_status(api.call("GET", f"/boards/{public}/top"), 200)
 
-    # And every kind of bad token is 401 on both kinds of route, public board or not
-    for kind, token in bad_tokens(api).items():
-        for path in ("/boards", f"/boards/{public}/top", f"/boards/{closed}/snapshots"):
-            response = api.call("GET", path, token)
-            assert response.status_code == 401, (kind, path, response.text)
-            assert response.json()["code"] == "Unauthorized"
-
-    # And a header of another scheme is 401 too
-    response = api.call("GET", f"/boards/{public}/top", headers={"Authorization": "Basic YWxpY2U6cHc="})
-    assert_status(response, 401, "Unauthorized")
+    # And every kind of bad token is 401 on both kinds of route, public board or not, and
+    # so is a header of another scheme
+    assert_bad_tokens_are_401(api, public, closed)
 
 
 def test_the_local_issuer_refuses_a_malformed_request(api: Api) -> None:
