@@ -72,7 +72,7 @@ OWN_STACK_MODULES = frozenset(
     )
 )
 SHARED_STACK_FIXTURES = frozenset({"stack", "auth_stack"})
-# Scopes to start before any other, longest first: the 20,000-member re-shard under load.
+# Scopes to start before any other, longest first: the re-shard under 16 clients.
 FIRST = ("tests/e2e/test_resharding.py",)
 
 
