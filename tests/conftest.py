@@ -17,6 +17,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ OWN_STACK_MODULES = frozenset(
     )
 )
 SHARED_STACK_FIXTURES = frozenset({"stack", "auth_stack"})
-# Scopes to start before any other, longest first: the 20,000-member re-shard under load.
+# Scopes to start before any other, longest first: the re-shard under 16 clients.
 FIRST = ("tests/e2e/test_resharding.py",)
 
 
@@ -168,6 +169,55 @@ def on_disk_dynamodb(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator
         yield server
     finally:
         server.stop()
+
+
+@dataclass(frozen=True)
+class OwnDatabase:
+    """A database of a test's own inside the worker's DynamoDB Local. Without ``-sharedDb``
+    DynamoDB Local keeps a database for each access key id and region, so a fresh key id
+    gives an empty one in the same process: no start-up, and none of the session's tables
+    and streams. A write to a table with a stream slows with every stream record of its
+    database (the session's one, late in a run: 100 ms a put, against 2 ms in a fresh one),
+    and ``tests.integration.test_period_results`` took 300 s there for 13 s on its own."""
+
+    endpoint: str
+    key_id: str
+
+    def client(self) -> Any:
+        """A DynamoDB client of this database."""
+        import boto3
+
+        return boto3.client(
+            "dynamodb",
+            endpoint_url=self.endpoint,
+            region_name=LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"],
+            aws_access_key_id=self.key_id,
+            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    def streams(self) -> Any:
+        """A DynamoDB Streams client of this database."""
+        import boto3
+
+        return boto3.client(
+            "dynamodbstreams",
+            endpoint_url=self.endpoint,
+            region_name=LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"],
+            aws_access_key_id=self.key_id,
+            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+
+
+@pytest.fixture
+def own_database(dynamodb_endpoint: str) -> Iterator[OwnDatabase]:
+    """An empty database of the test's own in the worker's DynamoDB Local (``OwnDatabase``);
+    its tables are deleted after the test."""
+    database = OwnDatabase(dynamodb_endpoint, f"own{uuid.uuid4().hex[:12]}")
+    yield database
+    client = database.client()
+    for page in client.get_paginator("list_tables").paginate():
+        for table in page["TableNames"]:
+            client.delete_table(TableName=table)
 
 
 @pytest.fixture(scope="session")

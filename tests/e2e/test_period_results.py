@@ -10,7 +10,6 @@ here move its clock.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -73,8 +72,14 @@ def _results_in_inboxes(podium: PodiumClient, board: str, members: list[str]) ->
     }
 
 
+def _job_runs(local: LocalStack) -> int:
+    """How many runs of the period results job the stack has logged (one line a run)."""
+    assert local.log_path is not None
+    return local.log_path.read_text(errors="replace").count('"message":"period results"')
+
+
 def test_a_week_s_results_are_announced_once_across_the_boundary(
-    podium: PodiumClient, tap: TopicTap, set_clock: Any
+    podium: PodiumClient, tap: TopicTap, set_clock: Any, local: LocalStack
 ) -> None:
     # Given a weekly increment board in 2027-W10 with ties, announceTop 100 lowered to 12
     # with PUT, scores, and views logged just before the week ends
@@ -111,11 +116,16 @@ def test_a_week_s_results_are_announced_once_across_the_boundary(
         m: [(WEEK, rank, score)] for m, (rank, score) in expected.items()
     }
 
-    # When writes land in the new week, and the job runs several more times
+    # When writes land in the new week, and the job runs several more times (three runs
+    # logged after the write: two at least began after it; a fixed 12 s wait was here)
+    runs = _job_runs(local)
     podium.put_member(board, "p-001", score=Decimal(1000))
-    runs = time.monotonic() + 6 * SCHEDULE_SECONDS
-    while time.monotonic() < runs:
+
+    def three_more_runs() -> None:
         tap.receive(wait_seconds=1)
+        assert _job_runs(local) >= runs + 3
+
+    eventually(three_more_runs, timeout=WAIT, interval=0.1)
 
     # Then nothing was announced twice, and the ended week's ranking did not move
     assert len(tap.wait_for(_of(board, "periodClosed"))) == 1

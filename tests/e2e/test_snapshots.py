@@ -4,7 +4,10 @@ it recorded.
 
 That stack is this module's own, with tables of its own: a run snapshots every board of
 its table, and the session's shared stack holds hundreds, which a run every 2 seconds
-would keep DynamoDB Local busy with for the rest of the session.
+would keep DynamoDB Local busy with for the rest of the session. Its DynamoDB Local is its
+own too (``own_dynamodb``): the worker's shared one, full of the session's tables and
+streams, slowed the stack's stream and schedule (33 s in a full run for what takes a few
+seconds on an empty one).
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ WAIT = 15 * SCHEDULE_SECONDS
 
 
 @pytest.fixture(scope="module")
-def stack_url(launch_stack: StackLauncher) -> Iterator[str]:
+def stack_url(launch_stack: StackLauncher, own_dynamodb: str) -> Iterator[str]:
     """This module's stack, whose schedule runs every SCHEDULE_SECONDS."""
-    with launch_stack("--schedule-seconds", str(SCHEDULE_SECONDS), name="snapshots-stack") as local:
+    with launch_stack(
+        "--schedule-seconds", str(SCHEDULE_SECONDS), name="snapshots-stack", dynamodb=own_dynamodb
+    ) as local:
         yield local.url
 
 

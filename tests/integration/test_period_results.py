@@ -3,7 +3,8 @@ job run twice, a run killed midway and run again, and events logged before the e
 folded after it.
 
 A run announces every board of its table, so each test has tables of its own (as the
-snapshot tests do): it sees its own boards only, and the job's first run is its own.
+snapshot tests do), in a database of its own (``own_database``): it sees its own boards
+only, the job's first run is its own, and the session's streams do not slow its writes.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from podium.dal import Database
 from podium.models import Notification
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
+from tests.conftest import OwnDatabase
 from tests.helpers import expected_listing, unique_id
 
 pytestmark = pytest.mark.integration
@@ -76,11 +78,12 @@ class Topic:
 
 
 @pytest.fixture
-def store(dynamodb_client: Any) -> Database:
-    """The template's tables under a prefix of this test's own (overrides the shared store)."""
+def store(own_database: OwnDatabase) -> Database:
+    """The template's tables in a database of this test's own (overrides the shared store)."""
+    client = own_database.client()
     spec = template_module.read(f"res{uuid.uuid4().hex[:8]}-")
-    create_tables(dynamodb_client, spec)
-    return Database.connect(Settings(table_name=spec.table_names["LeaderboardTable"]), client=dynamodb_client)
+    create_tables(client, spec)
+    return Database.connect(Settings(table_name=spec.table_names["LeaderboardTable"]), client=client)
 
 
 @pytest.fixture
@@ -94,10 +97,11 @@ def service(store: Database, clock: Clock) -> Services:
 
 
 @pytest.fixture
-def stream(store: Database, dynamodb_client: Any, dynamodb_endpoint: str, service: Services) -> Any:
+def stream(store: Database, own_database: OwnDatabase, service: Services) -> Any:
     """Deliver what the table's stream holds since the last call to the aggregator (counts,
     heads, trees) and the fold, as the stack's poller does."""
-    tail = StreamTail.of_table(dynamodb_client, dynamodb_endpoint, store.tables.table)
+    arn = own_database.client().describe_table(TableName=store.tables.table)["Table"]["LatestStreamArn"]
+    tail = StreamTail(own_database.streams(), arn)
     seen: set[str] = set()
 
     def deliver() -> None:

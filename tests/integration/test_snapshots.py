@@ -1,8 +1,9 @@
 """Scheduled snapshots on DynamoDB Local: what a run records, what a retried run does,
 and how the listing pages.
 
-A run snapshots every board of the table, so each test has tables of its own: it sees
-its own boards only, and the other tests' boards do not slow it down.
+A run snapshots every board of the table, so each test has tables of its own, in a
+database of its own (``own_database``): it sees its own boards only, and the other tests'
+boards and streams do not slow it down.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from podium.dal import Database
 from podium.errors import ValidationError
 from podium.validation import board_request, member_request
 from podium.wiring import Services
+from tests.conftest import OwnDatabase
 from tests.helpers import unique_id
 
 pytestmark = pytest.mark.integration
@@ -33,12 +35,13 @@ KEEP_DAYS = 90
 
 
 @pytest.fixture
-def store(dynamodb_client: Any) -> Database:
-    """The template's tables under a prefix of this test's own (overrides the shared store)."""
+def store(own_database: OwnDatabase) -> Database:
+    """The template's tables in a database of this test's own (overrides the shared store)."""
+    client = own_database.client()
     spec = template_module.read(f"snap{uuid.uuid4().hex[:8]}-")
-    create_tables(dynamodb_client, spec)
+    create_tables(client, spec)
     settings = Settings(table_name=spec.table_names["LeaderboardTable"])
-    return Database.connect(settings, client=dynamodb_client)
+    return Database.connect(settings, client=client)
 
 
 def _board(service: Services, members: dict[str, Any], **settings: Any) -> str:
