@@ -9,7 +9,7 @@ requests its threads send too."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextvars import copy_context
 from functools import cache
 from typing import Any, TypeVar, overload
@@ -26,12 +26,16 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def gather(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """Run ``function`` over ``items`` concurrently (the scatter of scatter-gather), in order."""
+    """Run ``function`` over ``items`` concurrently (the scatter of scatter-gather), in order.
+    Every task ends before the first one's error is raised: none of a failed call's work
+    goes on after it (a notification published by one task is marked published by it, even
+    when another task fails, so the retry does not publish it again)."""
     if len(items) <= 1:
         return [function(item) for item in items]
     # one copy per task: a context runs in one thread at a time
-    contexts = [copy_context() for _ in items]
-    return list(_pool().map(lambda context, item: context.run(function, item), contexts, items))
+    futures = [_pool().submit(copy_context().run, function, item) for item in items]
+    wait(futures)
+    return [future.result() for future in futures]
 
 
 @cache
