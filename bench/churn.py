@@ -76,6 +76,15 @@ class Observed:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def from_first_failure(batch: list[dict[str, Any]], failed: set[str]) -> list[dict[str, Any]]:
+    """What Lambda delivers again after a batch reported ``failed`` (ReportBatchItemFailures):
+    the batch from its first failed record on, the records after it included, so that a
+    member's records are applied again in their order (retrying the failed records alone
+    could apply an older record of a member after a newer one: its head entry moved back)."""
+    first = next((i for i, record in enumerate(batch) if record["eventID"] in failed), None)
+    return [] if first is None else batch[first:]
+
+
 def _keep_heads(tail: StreamTail, aggregator: Aggregator, stop: threading.Event, seen: Observed) -> None:
     retry: list[dict[str, Any]] = []
     while not stop.wait(WINDOW_S):
@@ -83,7 +92,7 @@ def _keep_heads(tail: StreamTail, aggregator: Aggregator, stop: threading.Event,
         if not batch:
             continue
         failed = aggregator.keep_heads(batch)
-        retry = [record for record in batch if record["eventID"] in failed]
+        retry = from_first_failure(batch, failed)
         seen.batches += 1
         seen.records += len(batch)
 

@@ -39,6 +39,7 @@ from bench.churn import (
     Board,
     Observed,
     _write,
+    from_first_failure,
     loaded_board,
     template_read_cache_seconds,
 )
@@ -122,7 +123,7 @@ def _consume(
         if batch:
             with recorder.window() as window:
                 failed = aggregator.keep_batch(batch)
-            retry = [record for record in batch if record["eventID"] in failed]
+            retry = from_first_failure(batch, failed)
             seen.batches += 1
             seen.records += len(batch)
             applied.records += len(batch) - len(retry)
@@ -308,7 +309,8 @@ def target_row(hot: dict[str, Any]) -> tuple[str, str, bool]:
     saved = cold["dynamodbPerSecond"]["head"] / max(kept["dynamodbPerSecond"]["head"], 1e-9)
     return (
         "a hot board: its board item and count-tree root read from DynamoDB at most once a kept second "
-        "per instance (ReadCacheSeconds) besides its layout, its head (a copy) at most twice, exact once "
+        "per instance (ReadCacheSeconds) besides its layout, its head (a copy) at most once every "
+        f"{HEAD_KEEP_SECONDS:g} s, exact once "
         "writes stop",
         f"per instance a second: board {per.get('board', 0):.2f}, head {per.get('head', 0):.2f}, root "
         f"{per.get('root', 0):.2f} ({kept['instances']} instances, {kept['readsPerSecond']:,.0f} reads/s; "
