@@ -195,11 +195,8 @@ class Stack:
         sns_endpoint, sqs_endpoint = self._start_messaging()
         self.messaging = create_messaging(spec, sns_endpoint, sqs_endpoint)
         # The API's port is bound first: the issuer's URL (its tokens' iss, its JWKS) is on it.
-        if self.front_door == httpdoor.HTTP:
-            routes, default_route = spec.http_api_routes()
-            gateway = Gateway(routes, front_door=self.front_door, default_route=default_route)
-        else:
-            gateway = Gateway(spec.routes(), front_door=self.front_door)
+        routes, default_route = spec.door_routes(self.front_door)
+        gateway = Gateway(routes, front_door=self.front_door, default_route=default_route)
         self.api = ApiServer(gateway, self.host, self.port, self.verbose)
         self.issuer = gateway.issuer = LocalIssuer(self.url)
         gateway.docs = ApiDocs(self.url, auth=self.auth)
@@ -302,11 +299,9 @@ def serve_forever(stack: Stack) -> None:
     else:
         print("PODIUM_AUTH=off: no token needed, every caller is an admin", flush=True)
     spec = template_module.read(stack.table_prefix)
+    routes, default_route = spec.door_routes(stack.front_door)
     if stack.front_door == httpdoor.HTTP:
-        routes, default_route = spec.http_api_routes()
         print("The HTTP door (HttpApi=on): no edge authorizer, each function checks the token", flush=True)
-    else:
-        routes, default_route = spec.routes(), None
     for route in routes:
         guard = "token" if route.authorizer else "token, or none on a publicRead board"
         if stack.front_door == httpdoor.HTTP:

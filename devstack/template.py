@@ -200,6 +200,15 @@ class Template:
                 )
         return routes
 
+    def door_routes(self, front_door: str) -> tuple[list[Route], Route | None]:
+        """The routes the local stack serves as ``front_door`` (``rest`` or ``http``) and its
+        ``$default`` route (the HTTP API's; None for the REST API)."""
+        from devstack.httpdoor import HTTP  # it imports this module's Route
+
+        if front_door == HTTP:
+            return self.http_api_routes()
+        return self.routes(), None
+
     def http_api_routes(self) -> tuple[list[Route], Route | None]:
         """The routes of the template's HTTP API (``AWS::ApiGatewayV2::Route``, under the
         ``HttpApi`` parameter's condition), each to the function its integration invokes,
