@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import settings as _hypothesis_settings
@@ -183,12 +183,12 @@ class OwnDatabase:
     endpoint: str
     key_id: str
 
-    def client(self) -> Any:
-        """A DynamoDB client of this database."""
+    def client(self, service: Literal["dynamodb", "dynamodbstreams"] = "dynamodb") -> Any:
+        """A client of this database: DynamoDB's, or ``dynamodbstreams``."""
         import boto3
 
         return boto3.client(
-            "dynamodb",
+            service,
             endpoint_url=self.endpoint,
             region_name=LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"],
             aws_access_key_id=self.key_id,
@@ -197,15 +197,7 @@ class OwnDatabase:
 
     def streams(self) -> Any:
         """A DynamoDB Streams client of this database."""
-        import boto3
-
-        return boto3.client(
-            "dynamodbstreams",
-            endpoint_url=self.endpoint,
-            region_name=LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"],
-            aws_access_key_id=self.key_id,
-            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        )
+        return self.client("dynamodbstreams")
 
 
 @pytest.fixture

@@ -230,20 +230,15 @@ class Resolver:
             if found:
                 self.route_key = route.key
                 if route.api_route is not None:
-                    _admit(self, route.api_route)
+                    # the edge authorizer's first cut, made here when none ran (the HTTP API;
+                    # a REST route without one): the same 401 or 403 before a 400 as behind it
+                    from podium import access
+
+                    access.admit(self.caller(), route.api_route)
                 return route.function(**found.groupdict())
         # Only the HTTP API's $default route sends a function a request none of its routes
         # match (the page's function: template.yaml), answered as the REST API's gateway does.
         return error_response(404, "NotFound", f"no route for {self.current_event.http_method} {path}")
-
-
-def _admit(app: Resolver, route: Route) -> None:
-    """The edge authorizer's first cut, made here when no edge authorizer ran (the HTTP
-    API; a REST route without one): no work for a request whose role can never call the
-    route, and the same 401 or 403 before a 400 as behind the edge."""
-    from podium import access
-
-    access.admit(app.caller(), route)
 
 
 def json_response(status: int, body: Any) -> Response:
