@@ -19,7 +19,7 @@ What is staged (``--layout``):
 - ``auto`` (the default): ``build`` if ``.aws-sam/build`` holds the layer and every
   function and is newer than their sources, else ``source``.
 
-    python -m bench.coldstart [--repeats 15] [--bytecode] [--layout auto|build|source]
+    python -m bench.coldstart [--repeats 15] [--bytecode] [--layout auto|build|source] [--only aggregator ...]
 
 ``--bytecode`` compiles whatever staged source has no ``.pyc`` yet (hash-checked), to show
 what shipping ``.pyc`` for it would save.
@@ -232,15 +232,18 @@ def run(code: str, cwd: Path, env: dict[str, str]) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def measure(repeats: int = 15, bytecode: bool = False, layout: str = "auto") -> dict[str, Any]:
+def measure(
+    repeats: int = 15, bytecode: bool = False, layout: str = "auto", only: list[str] | None = None
+) -> dict[str, Any]:
     """Median (and fastest) import time in seconds of ``import boto3`` and of each function's
     ``app``, the ratio of each to boto3's, the largest ratio, and what each import left behind.
-    ``layout`` is ``auto``, ``build`` or ``source`` (see the module's docstring)."""
+    ``layout`` is ``auto``, ``build`` or ``source`` (see the module's docstring); ``only``
+    names the functions to measure (all of them by default)."""
     layout = choose_layout(layout)
     with tempfile.TemporaryDirectory(prefix="podium-coldstart-") as scratch:
         root = Path(scratch)
         layer = stage(root, bytecode, layout)
-        names = function_names()
+        names = [name for name in function_names() if not only or name in only]
         targets = [BOTO3, *names]
         envs = {name: environment(layer, root / "task" / name) for name in names}
         envs[BOTO3] = environment(layer, root / "task")
@@ -342,9 +345,10 @@ def main() -> None:
         default="auto",
         help="stage sam build's output, the source, or the build if it is current (the default)",
     )
+    parser.add_argument("--only", nargs="+", metavar="FUNCTION", help="measure these functions alone")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     args = parser.parse_args()
-    result = measure(args.repeats, args.bytecode, args.layout)
+    result = measure(args.repeats, args.bytecode, args.layout, args.only)
     print(json.dumps(result, indent=2) if args.json else table(result))
 
 
