@@ -9,6 +9,7 @@ import pytest
 from planner import capacity
 from planner.__main__ import main
 from planner.capacity import Workload, plan, reshard_to
+from podium import recent
 from podium.dal import schema
 
 
@@ -236,6 +237,12 @@ def test_the_planner_counts_the_head_copies_the_service_writes():
     # When / Then they are one number: the planner splits the head's reads over as many
     # copies as the aggregator writes and the readers pick from
     assert capacity.HEAD_COPIES == schema.HEAD_COPIES
+
+
+def test_the_planner_keeps_the_head_as_long_as_the_service_does():
+    # Given the planner's keep of the head in an instance and the service's (podium.recent)
+    # When / Then they are one number: how many head reads reach DynamoDB follows from it
+    assert capacity.HEAD_KEEP_SECONDS == recent.HEAD_KEEP_SECONDS
 
 
 def test_storage_and_monthly_cost():
