@@ -19,7 +19,8 @@ FUNCTIONS = ROOT / "functions"
 # What the data-access layer may import of the layer: itself, and the shared vocabulary
 # (records, errors, settings, the JSON codec of exact numbers, the thread pool, the
 # Idempotency-Key of a submission and its record, the count tree's nodes and the pure
-# decisions on them, which the tree's items hold; the ranking indexes' names).
+# decisions on them, which the tree's items hold; the ranking indexes' names; how a record
+# class is built).
 SHARED = {
     "podium.models",
     "podium.indexes",
@@ -29,6 +30,7 @@ SHARED = {
     "podium.fanout",
     "podium.idempotency",
     "podium.counttree",
+    "podium.values",
 }
 AWS = ("boto3", "botocore", "mypy_boto3_dynamodb")
 MAX_MODULE_LINES = 500

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from podium import head
+from podium.head import Hint
 from podium.keys import member_of_key, shard_of
 from podium.ranking import (
     ONE_ROUND_CONFIDENCE,
-    Hint,
     PageRequest,
     TopStats,
     binomial_tail,

@@ -7,12 +7,12 @@ the functions ask ``require`` with what only they know (the board's policy, whos
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from podium.errors import Forbidden, NotFound, Unauthorized
 from podium.models import BoardPolicy
+from podium.values import frozen
 
 ADMIN_SCOPE = "podium/admin"
 
@@ -23,7 +23,7 @@ class Role(StrEnum):
     ANONYMOUS = "anonymous"
 
 
-@dataclass(frozen=True)
+@frozen
 class Caller:
     role: Role
     member_id: str | None = None  # a player's own memberId (the token's member claim)

@@ -16,7 +16,6 @@ cursor instead, as ``top`` does.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 
 from podium import cursors, fanout, numbers
@@ -27,9 +26,10 @@ from podium.models import Page
 from podium.ports import IndexReader
 from podium.ranking import PageRequest, gather_top
 from podium.reads import SORT_KEY, Before, Read, ReadService, cursor_bounds
+from podium.values import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Band:
     """The scores asked for, each end optional (None: open) and inclusive."""
 

@@ -5,8 +5,9 @@ means)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from podium import clock as clock_module
 from podium import cursors, layouts, periods
@@ -16,7 +17,10 @@ from podium.models import Board, BoardList, BoardPolicy, BoardSettings, Reshard
 from podium.periods import ALL_TIME
 from podium.ports import BoardStore
 from podium.recent import Recent
-from podium.validation import BOARD_ID, BoardRequest
+from podium.values import frozen
+
+if TYPE_CHECKING:  # the stream consumers' cold start builds boards and parses no request
+    from podium.validation import BoardRequest
 
 Clock = Callable[[], datetime]
 CATALOG_SCOPE = "boards"
@@ -30,7 +34,7 @@ def to_microseconds(moment: datetime) -> int:
     return int(moment.timestamp() * 1_000_000)
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """A board's settings and its re-shard as one instance last read them."""
 
@@ -79,6 +83,8 @@ class BoardService:
         return self.as_shown(board)
 
     def list_boards(self, limit: int, cursor: str | None) -> BoardList:
+        from podium.validation import BOARD_ID  # off the import path: see TYPE_CHECKING above
+
         after = cursors.decode(cursor, CATALOG_SCOPE, BOARD_ID) if cursor is not None else None
         boards, last = self.boards.list_boards(limit, after)
         return BoardList(

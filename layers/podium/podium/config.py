@@ -5,9 +5,10 @@ that names it, when something first needs it."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
+
+from podium.values import frozen
 
 DEFAULT_SHARD_QUERY_CONCURRENCY = 100  # every shard of a board (at most 100) at once
 DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
@@ -22,7 +23,7 @@ class MissingSetting(RuntimeError):
     """A setting the function needs is not in its environment (a template or wiring error)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     table_name: str = ""
     rank_index_name: str = "RankIndex"

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from podium import fanout, keys, periods
@@ -44,6 +44,7 @@ from podium.maintenance import Maintenance
 from podium.members import MemberService
 from podium.periods import ALL_TIME
 from podium.ports import AuditStore, MemberStore, StructureStore, TreeStore
+from podium.values import frozen
 
 __all__ = ["Checker", "ConsistencyReport", "Difference", "Kind"]
 
@@ -54,7 +55,7 @@ STREAM_WAIT_S = 30.0  # how long a re-check waits for the stream to carry the re
 RECHECK_INTERVAL_S = 0.5
 
 
-@dataclass(frozen=True)
+@frozen
 class ConsistencyReport:
     board_id: str
     period: str

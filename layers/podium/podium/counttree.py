@@ -42,8 +42,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from itertools import pairwise
+
+from podium.values import frozen
 
 LEAF_MAX = 24  # a leaf past this many entries is split
 FANOUT = 32  # an inner node past this many children is split
@@ -67,7 +69,7 @@ NodeId = tuple[int, str]
 ROOT: NodeId = (-1, BELOW_EVERY_KEY)
 
 
-@dataclass(frozen=True)
+@frozen
 class Entry:
     """A member in a leaf: its sort key, and the version of the score item that put it."""
 
@@ -75,7 +77,7 @@ class Entry:
     version: Version
 
 
-@dataclass(frozen=True)
+@frozen
 class Tombstone:
     """A member taken out of a leaf out of order: no record older than ``version`` may put
     it back. ``at`` (s) is when it was left; it goes after ``TOMBSTONE_KEEP_S``."""
@@ -84,7 +86,7 @@ class Tombstone:
     at: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Count:
     """A child's count as last reported to its parent, and the child's ``sv`` then."""
 
@@ -92,7 +94,7 @@ class Count:
     sv: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Leaf:
     """Level 0: the members whose sort keys fall in ``[lo, hi)`` (``hi`` None: to the end),
     by member id, and the tombstones of members that left out of order."""
@@ -113,7 +115,7 @@ class Leaf:
         return len(self.entries)
 
 
-@dataclass(frozen=True)
+@frozen
 class Inner:
     """Level >= 1: the counts of the children, by each child's lower end (the first child
     starts at the node's own ``lo``)."""
@@ -151,7 +153,7 @@ def child_for(node: Inner, key: str) -> NodeId:
 # -- applying a record ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Change:
     """A stream record as the tree sees it: ``member``'s sort key from ``old`` to ``new``
     (None: not ranked), the score item's version after it (a removal's is the removed
@@ -176,7 +178,7 @@ class Change:
         return list(dict.fromkeys(k for k in (self.old, self.new) if k is not None))
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     """What a record leaves of its member in one leaf, and whether the leaf was as the
     record's predecessor left it (``in_order``: otherwise the record may be a redelivery,
@@ -244,7 +246,7 @@ def expired(leaf: Leaf, now: int, keep: str | None = None) -> tuple[str, ...]:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class InOrder:
     """What an optimistic leaf write expects: the member's entry is ``was`` (None: the leaf
     has neither an entry nor a tombstone of it), and the leaf holds ``key`` (None: no key to
@@ -254,7 +256,7 @@ class InOrder:
     key: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class LeafWrite:
     """One write of one leaf: the member's entry and tombstone set as given (None: none),
     the ``drop`` members' tombstones removed, ``sv`` one more, on the condition ``expect``:
@@ -296,7 +298,7 @@ def sweeping_write(leaf_id: NodeId, leaf: Leaf, member: str, now: int) -> LeafWr
 # -- splits -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Put:
     """A node written whole by a split, on the condition that its item still has the ``sv``
     it was read with (None: that there is no such item yet)."""
@@ -370,7 +372,7 @@ def _halves(node: Node, now: int) -> tuple[Node, Node]:
 # -- reading ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Walk:
     """The path from the root towards a key as far as some nodes read go: ``complete`` when
     it reaches the level asked; else ``needs`` names the node to read next (None: the nodes

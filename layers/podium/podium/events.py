@@ -29,12 +29,15 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from podium import cost, periods
 from podium.errors import Conflict, ValidationError
 from podium.models import BoardSettings, LoggedEvent, ScoreState
 from podium.ports import EventStore, MemberStore
-from podium.validation import EventRequest
+
+if TYPE_CHECKING:  # the consumer that folds the log parses no request
+    from podium.validation import EventRequest
 
 ID_WINDOW_SECONDS = 24 * 3600
 LOG_TTL_SECONDS = 3 * 24 * 3600  # a safety net: folded events are deleted at once

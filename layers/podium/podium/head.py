@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from itertools import pairwise
 
 from podium.keys import member_of_key
 from podium.models import HeadItem
-from podium.ranking import Hint
+from podium.values import frozen
 
 SERVES_UP_TO = 100  # the largest `limit` a head answers (the API's promise)
 CAPACITY = 128  # keys kept: room for departures before a refill
@@ -46,13 +46,25 @@ LADDER_REREAD_AFTER = 4 * LADDER_REACH  # changes applied before the ladder is r
 MemberOf = Callable[[str], str]
 
 
+@frozen
+class Hint:
+    """What the board's head expects a top read to need (``podium.head``): ``below``, a key
+    with the ``limit`` keys sought and a margin between the cursor and it, or None when the
+    listing ends before that; and ``expected``, the keys the head knows in that span (their
+    members, hence their shards, are known). It may be stale: it only sizes the first round,
+    and ``gather_top`` is exact whatever it says."""
+
+    below: str | None
+    expected: tuple[str, ...] = ()
+
+
 def margin(limit: int) -> int:
     """How many keys past the ``limit`` sought a hint leaves room for: members that left
     the top since the head was written would otherwise cost a second round."""
     return limit // 4 + 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Ladder:
     keys: tuple[str, ...]  # sampled sort keys, best first
     below: tuple[int, ...]  # for each, the number of index keys that sort below it
@@ -102,7 +114,7 @@ class Ladder:
         return self.total is not None, None
 
 
-@dataclass(frozen=True)
+@frozen
 class Head:
     keys: list[str]  # best first
     complete: bool  # True when the keys are every ranked member of the board

@@ -12,18 +12,18 @@ sends its request again. A record is kept for 24 hours.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from decimal import Decimal
 
 from podium.errors import ValidationError
 from podium.models import ScoreChange
 from podium.numbers import dumps
+from podium.values import frozen
 
 KEY_TTL_SECONDS = 24 * 3600
 MAX_KEY_LENGTH = 255
 
 
-@dataclass(frozen=True)
+@frozen
 class SubmissionKey:
     """A submission's Idempotency-Key, and the digest of its body."""
 
@@ -41,7 +41,7 @@ class SubmissionKey:
         return cls(key, body)
 
 
-@dataclass(frozen=True)
+@frozen
 class RecordedSubmission:
     """What a key's record holds: the body's digest and the answer given."""
 

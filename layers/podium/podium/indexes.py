@@ -4,7 +4,7 @@ re-exports it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from podium.values import frozen
 
 # The two ranking indexes a board's score items may be keyed in: "A" (``RankIndex``, ``rpk``)
 # and "B" (``RankIndexB``, ``rpkB``). A board reads one; a re-shard builds the other and
@@ -23,7 +23,7 @@ def other_index(index: str) -> str:
     return "B" if index == "A" else "A"
 
 
-@dataclass(frozen=True)
+@frozen
 class Checkpoint:
     """Where a re-shard's walk (its copy, then its clean-up) has got to: the period, the
     old index's shard, and the last sort key of that shard dealt with (None: from its top)."""

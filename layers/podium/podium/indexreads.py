@@ -8,14 +8,15 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from podium import cost, fanout
+from podium.head import Hint
 from podium.keys import just_above, just_below, mirror, unmirror
 from podium.models import Board
 from podium.ports import IndexReader
-from podium.ranking import Hint, PageRequest, TopStats, gather_top
+from podium.ranking import PageRequest, TopStats, gather_top
 from podium.treereads import TreeCount, TreeReader
+from podium.values import frozen
 
 # Up to this many members the index is counted rather than the tree (``Counting.reads_index``):
 # it shows a write at once, not once the stream has applied it. Past it a count of a deep
@@ -90,7 +91,7 @@ def whole_listing(index: IndexReader, partitions: Sequence[str], most: int) -> l
     return list(heapq.merge(*pages))
 
 
-@dataclass(frozen=True)
+@frozen
 class Seen:
     """Index keys read in full up to some key: every key from ``start`` (inclusive; None:
     the top of the listing) up to that key, sorted."""
@@ -107,7 +108,7 @@ class Seen:
         return len(self.keys) - bisect_left(self.keys, key)
 
 
-@dataclass(frozen=True)
+@frozen
 class Counted:
     """How many index entries sort below each bound, and what counting them read (read
     units, estimated from the entries or nodes read: ``podium.cost``); with ``keep``, the
@@ -204,7 +205,7 @@ class Counting:
         return Counted(counts, sum(cost.units(len(page) * entry) for page in pages), seen)
 
 
-@dataclass(frozen=True)
+@frozen
 class Near:
     """The listing next to a key, as ``around`` needs it: ``position`` index keys sort
     before it; ``above`` has the keys just before it in full (at least as many as the

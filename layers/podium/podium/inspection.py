@@ -40,6 +40,7 @@ from podium.dal import schema
 from podium.dal.audit import BoardItems, IndexEntry, StoredProfile, StoredScore
 from podium.models import BoardSettings, HeadItem
 from podium.periods import ALL_TIME
+from podium.values import frozen
 
 T = TypeVar("T")
 
@@ -61,7 +62,7 @@ class Kind(StrEnum):
     PERIOD_COUNT = "period_count"
 
 
-@dataclass(frozen=True)
+@frozen
 class Difference:
     kind: Kind
     detail: str
@@ -74,7 +75,7 @@ class Difference:
         return body
 
 
-@dataclass(frozen=True)
+@frozen
 class BoardState:
     """What a check read of one board and period."""
 
@@ -91,7 +92,7 @@ class BoardState:
     count_tree: bool = True  # the board's trees were built (Board.count_tree)
 
 
-@dataclass(frozen=True)
+@frozen
 class Rewrite:
     """A score item to write again as the truth says: hidden or not, with its placement."""
 

@@ -20,13 +20,13 @@ index entries whose ``rsk`` is below ``score_bound(score)``.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from decimal import Decimal
 
 from podium import periods
 from podium.models import SHARD_MARK, BoardSettings, Placement, ScoreState
 from podium.numbers import EXACT
 from podium.periods import ALL_TIME
+from podium.values import frozen
 
 SEPARATOR = "#"  # below every digit, so a shorter mantissa sorts first
 NEGATIVE_END = "~"  # above every digit, so a longer negative mantissa sorts first
@@ -122,7 +122,7 @@ def just_above(key: str) -> str:
     return key + " "
 
 
-@dataclass(frozen=True)
+@frozen
 class RankOrder:
     """How one board orders its members: the part of its settings the sort key needs."""
 

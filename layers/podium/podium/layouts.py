@@ -22,11 +22,12 @@ the one before, when every write made by an older layout is in:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from enum import Enum
 
 from podium.models import BoardSettings, Reshard, other_index
+from podium.values import frozen
 
 DEFAULT_CACHE_SECONDS = 5
 DEFAULT_MARGIN_SECONDS = 30  # API Gateway gives up on a request at 29 s
@@ -40,7 +41,7 @@ class Phase(Enum):
     ENDED = "ended"
 
 
-@dataclass(frozen=True)
+@frozen
 class Timing:
     """How long an instance keeps a layout, and how long a request may run on one."""
 

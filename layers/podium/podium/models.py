@@ -14,6 +14,7 @@ from podium.indexes import SHARD_MARK as SHARD_MARK
 from podium.indexes import Checkpoint as Checkpoint
 from podium.indexes import index_of_partition as index_of_partition
 from podium.indexes import other_index as other_index
+from podium.values import frozen
 
 EMPTY_DATA_BYTES = 2  # "{}", the data of a member added without any
 ORDERS = ("desc", "asc")
@@ -30,7 +31,7 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
+@frozen
 class BoardSettings:
     """The settings fixed at a board's creation; a re-creation must repeat them exactly."""
 
@@ -65,7 +66,7 @@ class BoardSettings:
         return [api for attr, api in names.items() if getattr(self, attr) != getattr(other, attr)]
 
 
-@dataclass(frozen=True)
+@frozen
 class Limits:
     """What a board refuses of score submissions and events (``limits``); all None: none."""
 
@@ -84,7 +85,7 @@ class Limits:
         return body
 
 
-@dataclass(frozen=True)
+@frozen
 class BoardPolicy:
     """A board's settings that an admin may change at any time: who besides admins may
     write and read it, and what it refuses."""
@@ -95,7 +96,7 @@ class BoardPolicy:
     announce_top: int = DEFAULT_ANNOUNCE_TOP  # a time-windowed board's members told their result
 
 
-@dataclass(frozen=True)
+@frozen
 class Reshard:
     """A board's move to another shard count (podium.resharding): from index ``from_index``
     on ``from_shards`` shards to the other index on ``to_shards``. Started, then switched
@@ -114,7 +115,7 @@ class Reshard:
         return {"toShards": self.to_shards, "startedAt": iso(self.started_at), "copied": self.copied}
 
 
-@dataclass(frozen=True)
+@frozen
 class Board:
     """A board: its settings, title and when it was created."""
 
@@ -173,7 +174,7 @@ class Unknown:
 UNKNOWN = Unknown()
 
 
-@dataclass(frozen=True)
+@frozen
 class ScoreState:
     """What the score item holds: small, and apart from the member's data."""
 
@@ -258,7 +259,7 @@ ENDED_FOLLOW_KEEP_US = 48 * 3600 * 1_000_000
 INBOX_KEEP_SECONDS = 30 * 24 * 3600
 
 
-@dataclass(frozen=True)
+@frozen
 class Rivals:
     """A member's rivals list, with when it began to follow each (``since``, in µs) and the
     follows that ended lately (``ended``: rival -> (since, until))."""
@@ -292,7 +293,7 @@ class Rivals:
         return Rivals(tuple(ids), since, ended, self.version + 1)
 
 
-@dataclass(frozen=True)
+@frozen
 class Member:
     """A member of a board: the score of the period read, and the member's data."""
 
@@ -316,7 +317,7 @@ class Member:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class IndexEntry:
     """One entry of the ranking index, decoded from its sort key."""
 
@@ -325,7 +326,7 @@ class IndexEntry:
     score: Decimal
 
 
-@dataclass(frozen=True)
+@frozen
 class RankedEntry:
     """One line of a ranked list: rank, member, score, and the data when asked for."""
 
@@ -341,7 +342,7 @@ class RankedEntry:
         return body
 
 
-@dataclass(frozen=True)
+@frozen
 class Page:
     """A page of a ranked list, the total it ranks among, and the cursor to the next page."""
 
@@ -350,7 +351,7 @@ class Page:
     next_cursor: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Snapshot:
     """A board's top 100 and memberCount as the scheduled job recorded them at ``taken_at``
     (the scheduled time of the run, so a retried run names the same snapshot)."""
@@ -370,7 +371,7 @@ class Snapshot:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class ScoreChange:
     """A member's score change: the score, and the one it replaced."""
 
@@ -390,7 +391,7 @@ class BoardList:
     next_cursor: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Notification:
     """One entry of a member's inbox; its id is derived from what caused it (a stream
     record, or a period's end), so a cause handled twice yields the same notification,
@@ -428,7 +429,7 @@ class Notification:
         return {name: value for name, value in body.items() if value is not None}
 
 
-@dataclass(frozen=True)
+@frozen
 class LoggedEvent:
     """One event of the insert-only log of a hot counter (see podium.events)."""
 
@@ -442,7 +443,7 @@ class LoggedEvent:
     fold: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Placement:
     """Where a member's score item sits in the ranking index: the shard partition
     (``rpk``) and the sort key (``rsk``), and when the item expires (a windowed board's
@@ -455,7 +456,7 @@ class Placement:
     also: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class HeadItem:
     """The head item as stored (``podium.head`` reads it into a ``Head``): the best keys,
     whether they are the whole board, its version, and the ladder's samples (keys, counts
@@ -470,7 +471,7 @@ class HeadItem:
     copies_owed: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class LeaderState:
     """The board's leader as the notifier last saw it, and notifications still to deliver."""
 
@@ -481,7 +482,7 @@ class LeaderState:
     pending: list[Notification]
 
 
-@dataclass(frozen=True)
+@frozen
 class View:
     """What a ranking read needs before it touches the index, read in one BatchGetItem."""
 

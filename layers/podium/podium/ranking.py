@@ -11,12 +11,16 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from podium.keys import RankOrder, member_of_key, shard_of
 from podium.models import IndexEntry, RankedEntry
+from podium.values import frozen
+
+if TYPE_CHECKING:
+    from podium.head import Hint
 
 
 def merge_shards(pages: Iterable[Sequence[str]], limit: int) -> list[str]:
@@ -174,7 +178,7 @@ def first_page_size(limit: int, shards: int, confidence: float = ONE_ROUND_CONFI
     return max(cap + 1, -(-(limit + 1) // shards))
 
 
-@dataclass(frozen=True)
+@frozen
 class PageRequest:
     """Read up to ``limit`` keys of one shard, best first, after ``after`` (exclusive) and
     below ``below`` (exclusive); None means no bound."""
@@ -185,25 +189,13 @@ class PageRequest:
     limit: int
 
 
-@dataclass(frozen=True)
+@frozen
 class TopStats:
     """What one top read cost: index items read and rounds of parallel queries."""
 
     items: int
     rounds: int
     queries: int
-
-
-@dataclass(frozen=True)
-class Hint:
-    """What the board's head expects a top read to need (``podium.head``): ``below``, a key
-    with the ``limit`` keys sought and a margin between the cursor and it, or None when the
-    listing ends before that; and ``expected``, the keys the head knows in that span (their
-    members, hence their shards, are known). It may be stale: it only sizes the first round,
-    and ``gather_top`` is exact whatever it says."""
-
-    below: str | None
-    expected: tuple[str, ...] = ()
 
 
 PageReader = Callable[[Sequence[PageRequest]], Sequence[Sequence[str]]]

@@ -5,7 +5,7 @@ read is made (``podium.indexreads``); docs/performance.md has what each costs.""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -23,6 +23,7 @@ from podium.ranking import TopStats, around_window, assign_ranks, decode
 from podium.recent import HEAD_KEEP_SECONDS, Recent
 from podium.treereads import TreeReader
 from podium.validation import MAX_DATA_BYTES
+from podium.values import frozen
 
 HUNDREDTH = Decimal("0.01")
 # A page with data stays under 5 MiB (API Gateway and Lambda answer at most 6 MB); the
@@ -51,7 +52,7 @@ VIEW_UNITS = 4.0
 SORT_KEY = re.compile(r"[!-~]{1,600}")  # printable ASCII, as sort keys are
 
 
-@dataclass(frozen=True)
+@frozen
 class Before:
     """What precedes a page that continues after a cursor, counted when the page is read:
     ``position`` entries sort at or before the cursor's key, ``rank`` of them have a score
@@ -62,7 +63,7 @@ class Before:
     score: Decimal
 
 
-@dataclass(frozen=True)
+@frozen
 class Read:
     """What a ranking read knows before it touches the index."""
 
@@ -80,7 +81,7 @@ class Read:
         return keys.partitions(self.board.board_id, self.board.settings, self.period)
 
 
-@dataclass(frozen=True)
+@frozen
 class TopRead:
     """A page of the listing and what its read of the index cost (None: the head served it)."""
 

@@ -27,6 +27,7 @@ from podium.dal.schema import board_of_pk
 from podium.errors import RecordsGone
 from podium.stream.filters import wanted
 from podium.stream.records import REPLAY
+from podium.values import frozen
 
 if TYPE_CHECKING:
     from podium.dal.streams import QueuedMessage
@@ -63,7 +64,7 @@ class Consumers(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class FailedBatch:
     """An on-failure record of a DynamoDB stream event source mapping."""
 
@@ -105,7 +106,7 @@ class FailedBatch:
         return f"{self.function}: shard {self.shard_id}, sequence numbers {self.first} to {self.last}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     message_id: str
     status: str

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -30,6 +30,7 @@ from podium.log import logger
 from podium.models import Board, BoardSettings, Checkpoint, Reshard, other_index
 from podium.periods import ALL_TIME
 from podium.ports import IndexReader, ReshardStore
+from podium.values import frozen
 
 T = TypeVar("T")
 
@@ -69,7 +70,7 @@ def walk(
         yield checkpoint if number == 0 and checkpoint is not None else Checkpoint(period, shard)
 
 
-@dataclass(frozen=True)
+@frozen
 class RunReport:
     """What one worker run did."""
 

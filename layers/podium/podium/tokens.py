@@ -21,10 +21,10 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from podium.errors import Unauthorized
+from podium.values import frozen
 
 # DER encodings of DigestInfo's AlgorithmIdentifier, RFC 8017 section 9.2, note 1.
 _DIGEST_INFO = {
@@ -60,7 +60,7 @@ def _json_part(text: str, what: str) -> dict[str, Any]:
     return value
 
 
-@dataclass(frozen=True)
+@frozen
 class RsaKey:
     """An RSA public key from a JWKS: modulus ``n`` and exponent ``e``."""
 
@@ -147,7 +147,7 @@ class KeySet:
         self._keys = keys
 
 
-@dataclass(frozen=True)
+@frozen
 class Verifier:
     """Checks a token's signature and claims; ``verify`` answers its claims or raises
     ``Unauthorized`` saying what was wrong."""

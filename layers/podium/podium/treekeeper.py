@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from podium.counttree import (
     ROOT,
@@ -64,6 +64,7 @@ from podium.counttree import (
     withdraw,
 )
 from podium.ports import TreeStore
+from podium.values import frozen
 
 MAX_ATTEMPTS = 16  # starts of one record over, after the shape changed under it
 MAX_WRITES = 32  # writes of one leaf or splits of one node overtaken by other writers
@@ -80,7 +81,7 @@ class ShapeChanged(Exception):
     """The tree is not shaped as guessed: read the path again."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Tree:
     """Which tree: a board's, in one period, and when its items expire (None: never)."""
 
@@ -89,7 +90,7 @@ class Tree:
     expires: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Pending:
     """A node whose state goes to its parent: its ``level``, its count and ``sv``, and
     whether the report goes on to the root even where totals do not change."""

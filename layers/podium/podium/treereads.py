@@ -14,7 +14,6 @@ a split) is read again from the root, strongly consistent.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from podium.counttree import (
     BELOW_EVERY_KEY,
@@ -29,13 +28,14 @@ from podium.counttree import (
 )
 from podium.ports import TreeStore
 from podium.recent import Recent
+from podium.values import frozen
 
 MAX_ROUNDS = 8  # reads again of paths that keep changing under the read
 SHAPES_CACHED = 64
 EMPTY = Leaf(BELOW_EVERY_KEY, None, 0, root=True)  # the tree of a board nobody has joined
 
 
-@dataclass(frozen=True)
+@frozen
 class TreeCount:
     """The members below each bound, and the node items the count asked for: each one's
     size (about: ``counttree.node_bytes``; 0 when not found, which is billed the least a

@@ -4,7 +4,6 @@ names the field and the limit."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -22,6 +21,7 @@ from podium.models import (
     BoardSettings,
     Limits,
 )
+from podium.values import frozen
 
 BOARD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MEMBER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,199}")
@@ -144,7 +144,7 @@ def _integer(value: Any, name: str, low: int, high: int) -> int:
     return int(value)
 
 
-@dataclass(frozen=True)
+@frozen
 class BoardRequest:
     settings: BoardSettings
     title: str | None
@@ -272,7 +272,7 @@ def announce_top(body: dict[str, Any], reset: str) -> int | None:
     return _integer(body["announceTop"], "announceTop", 0, MAX_ANNOUNCE_TOP)
 
 
-@dataclass(frozen=True)
+@frozen
 class MemberRequest:
     data: dict[str, Any] | None
     score: Decimal | None
@@ -341,7 +341,7 @@ def rivals(body: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(member_id(item, "memberIds[]") for item in ids))
 
 
-@dataclass(frozen=True)
+@frozen
 class EventRequest:
     member_id: str
     value: Decimal

@@ -7,13 +7,13 @@ headers a page that holds a token should carry. ``podium.http`` gives every answ
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlencode
 
 from podium.errors import NotFound
 from podium.http import Response
+from podium.values import frozen
 
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -34,7 +34,7 @@ SECURITY_HEADERS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class WebFile:
     content_type: str
     text: str

@@ -10,13 +10,13 @@ limit), and is an operator's tool, not a request path."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from podium import fanout
 from podium.dal import codecs, schema
 from podium.dal.client import Item, Tables, translate_throttling
 from podium.models import ScoreState
+from podium.values import frozen
 
 SCAN_SEGMENTS = 4
 # What a check needs of a profile or a score item: never the member's data (up to 64 KiB).
@@ -39,14 +39,14 @@ SCAN_ATTRIBUTES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class StoredProfile:
     member_id: str
     hidden: bool
     gone_us: int | None  # the tombstone of a delete that has not finished
 
 
-@dataclass(frozen=True)
+@frozen
 class StoredScore:
     """A member's score item in one period, with the index keys it carries (None: none)."""
 
@@ -62,13 +62,13 @@ class StoredScore:
         return self.partition if index == "A" else self.partition_b
 
 
-@dataclass(frozen=True)
+@frozen
 class BoardItems:
     profiles: dict[str, StoredProfile]
     scores: list[StoredScore]
 
 
-@dataclass(frozen=True)
+@frozen
 class IndexEntry:
     """One entry of the ranking index: the item it comes from, and its keys."""
 

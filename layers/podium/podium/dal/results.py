@@ -6,7 +6,6 @@ run, and each board's last period announced (``announcedThrough`` on the board i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,11 +13,12 @@ from podium import numbers
 from podium.dal import schema
 from podium.dal.client import Tables, parse_timestamp
 from podium.models import DEFAULT_ANNOUNCE_TOP, RankedEntry
+from podium.values import frozen
 
 ANNOUNCED_THROUGH = schema.ANNOUNCED_THROUGH
 
 
-@dataclass(frozen=True)
+@frozen
 class ResultsBoard:
     """What the job needs of a board to know which of its periods are due."""
 
@@ -32,7 +32,7 @@ class ResultsBoard:
     announced_through: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class Announcement:
     """A period's results as claimed once: what every run after the claim announces."""
 

@@ -6,11 +6,11 @@ the service's functions use this module: it is the operator's tooling."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from podium.errors import RecordsGone
+from podium.values import frozen
 
 # Reading a shard stops after this many empty pages in a row short of the last record.
 EMPTY_PAGES = 3
@@ -105,7 +105,7 @@ class StreamRecords:
         return str(response["ShardIterator"])
 
 
-@dataclass(frozen=True)
+@frozen
 class QueuedMessage:
     message_id: str
     body: str

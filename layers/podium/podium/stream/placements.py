@@ -11,7 +11,6 @@ item has the keys its layout gives, and this costs a comparison per record."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from podium import keys
@@ -20,11 +19,12 @@ from podium.errors import NotFound
 from podium.models import RANK_INDEXES, BoardSettings
 from podium.ports import ReshardStore
 from podium.stream.records import Record, index_keys_only, score_record
+from podium.values import frozen
 
 SettingsOf = Callable[[str], BoardSettings]
 
 
-@dataclass(frozen=True)
+@frozen
 class KeyFix:
     """One score item's keys to put right: ``set`` the partitions it lacks, ``drop`` the
     indexes it should not be in."""

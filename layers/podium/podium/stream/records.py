@@ -6,18 +6,18 @@ the consumers need is decoded, by the item schema (``podium.dal.schema``)."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from podium import numbers
 from podium.dal import schema
 from podium.periods import ALL_TIME
+from podium.values import frozen
 
 Record = dict[str, Any]
 
 
-@dataclass(frozen=True)
+@frozen
 class ScoreRecord:
     """A change of one member's score item (``SCORE#{period}``)."""
 
@@ -49,7 +49,7 @@ class ScoreRecord:
         return self.old != self.new
 
 
-@dataclass(frozen=True)
+@frozen
 class CountChange:
     """A member joining (+1) or leaving (-1) a board, or a period of a time-windowed board."""
 
@@ -148,7 +148,7 @@ def count_change(record: Record) -> CountChange | None:
     return CountChange(board_id, delta, period) if delta else None
 
 
-@dataclass(frozen=True)
+@frozen
 class MemberRemoval:
     """A member's profile deleted: the member is gone from the board."""
 
@@ -176,7 +176,7 @@ OVERTAKEN = schema.JOB_OVERTAKEN
 FORGET = schema.JOB_FORGET
 
 
-@dataclass(frozen=True)
+@frozen
 class FanoutJob:
     """Work over the followers of one member, done a chunk of followers at a time, of one
     of two kinds:

@@ -15,12 +15,10 @@ from datetime import UTC, datetime
 from podium import fanout, keys, periods, telemetry, treebuild
 from podium import head as heads
 from podium.counttree import BELOW_EVERY_KEY, Change, Entry, Version
-from podium.indexreads import top_keys
 from podium.keys import member_of_key
 from podium.models import BoardSettings
 from podium.periods import ALL_TIME
 from podium.ports import IndexReader, MemberStore, StructureStore, TreeStore
-from podium.ranking import merge_shards
 from podium.stream.records import ScoreRecord
 from podium.treekeeper import Newest, Tree, TreeKeeper
 
@@ -65,11 +63,15 @@ class RankUpkeep:
     def index_head(self, board_id: str, period: str, want: int) -> list[str]:
         """The first ``want`` sort keys of the index, best first, and one more key when
         more exist (``ranking.gather_top``)."""
+        from podium.indexreads import top_keys  # rare: kept off the cold start
+
         found, _ = top_keys(self.index, self._partitions(board_id, period), None, want)
         return found
 
     def index_range(self, board_id: str, period: str, lo: str, hi: str | None) -> list[str]:
         """Every key of the board's index in ``[lo, hi]``, in listing order."""
+        from podium.ranking import merge_shards  # rare: kept off the cold start
+
         pages = fanout.gather(
             lambda p: self.index.keys_in_range(p, lo, hi), self._partitions(board_id, period)
         )
