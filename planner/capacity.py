@@ -31,11 +31,20 @@ INDEX_WCU_PER_UPDATE = 2  # the index deletes the old entry and puts the new one
 # index's put (1), then the old key removed (1) and the old index's delete (1);
 # `make bench-reshard` measures it (docs/capacity.md, "Re-sharding").
 RESHARD_WCU_PER_MEMBER = 4
-# measured: the aggregator's writes for one score change (the count tree's leaves and
-# reports, the counts, the head), batched as the stream delivers them. make bench's hot
-# board (bench/hot.py: 20,000 members, a third of the changes into or out of the top)
-# measured 1.72 and 2.12 WCU a record in its two runs; a move within one leaf costs 1.
-STREAM_WCU_PER_UPDATE = 2.0
+# measured: the stream consumer's writes for one score change (the count tree's leaf writes
+# and reports, the counts, the head) on a board much larger than a batch:
+# `make bench-treewrites` (bench/treewrites.py: 1,000,000 members, 1,000 changes of each
+# kind; docs/capacity.md, "What a score change writes"). A far move (a random new score:
+# the member changes leaves) writes two leaves of 1 to 2 KB and a report a level up each
+# side: 16.1 WCU a record applied alone, 9.6 in batches of 100, 6.8 in batches of 1,000
+# (the reports of a batch share the upper levels). A near move (one point up: the member
+# stays in its leaf) writes its leaf: 2.5. The planner takes batches of 100: at thousands
+# of updates a second the table's partitions, and its stream's shards, number in the tens,
+# each handing the consumer a hundred or so records a second. Changes that crowd into the
+# same nodes cost less (`make bench`'s hot board, two thirds of its changes into or out
+# of the top: about 2 WCU a record).
+TREE_WCU_FAR_MOVE = 9.6
+TREE_WCU_NEAR_MOVE = 2.5
 # the notifier's mark of each score record judged for the leader (under 1 KB), so that a
 # record delivered again is not judged again (docs/streams.md)
 NOTIFIER_WCU_PER_UPDATE = 1
@@ -133,6 +142,15 @@ class Workload:
     cached_pages: int = 10  # distinct top pages (cache keys) being read
     safety: float = SAFETY_FRACTION
     read_cache_s: float = READ_CACHE_SECONDS  # ReadCacheSeconds (0: every read reads the board)
+    # of the score updates, the share that leave the member in its leaf of the count tree
+    # (small increments on a big board); the rest move far (TREE_WCU_FAR_MOVE)
+    near_moves: float = 0.0
+
+
+def stream_wcu_per_update(near_moves: float) -> float:
+    """What the stream consumer writes for a score update, when ``near_moves`` of them
+    stay in their leaf of the count tree and the rest move far."""
+    return near_moves * TREE_WCU_NEAR_MOVE + (1 - near_moves) * TREE_WCU_FAR_MOVE
 
 
 @dataclass(frozen=True)
@@ -346,7 +364,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
 
     head_writes = min(w.writes_per_s * HEAD_CHANGE_FRACTION, HEAD_WRITES_MAX_PER_S)
     head_wcu = head_writes * math.ceil(HEAD_ITEM_BYTES / WRITE_UNIT_BYTES) * (1 + HEAD_COPIES)
-    stream_wcu = STREAM_WCU_PER_UPDATE + NOTIFIER_WCU_PER_UPDATE
+    stream_wcu = stream_wcu_per_update(w.near_moves) + NOTIFIER_WCU_PER_UPDATE
     table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + stream_wcu) + head_wcu
     table_wcu += w.events_per_s * EVENT_WCU
     index_wcu += w.events_per_s * LOG_INDEX_WCU_PER_EVENT

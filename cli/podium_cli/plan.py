@@ -35,6 +35,15 @@ def plan_command(
     data_bytes: Annotated[
         int, typer.Option(help="A member's data, serialised", rich_help_panel=WORKLOAD)
     ] = 200,
+    near_moves: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Of the updates, the share that stay in their leaf of the count tree (small increments)",
+            rich_help_panel=WORKLOAD,
+        ),
+    ] = 0.0,
     events: Annotated[
         float, typer.Option(help="Events a second through the event log", rich_help_panel=WORKLOAD)
     ] = 0.0,
@@ -96,6 +105,7 @@ def plan_command(
         cached_pages=cached_pages,
         safety=safety,
         read_cache_s=read_cache,
+        near_moves=near_moves,
     )
     prices = Prices(price_write, price_read, price_storage, price_cache)
     result = capacity.plan(workload, prices)

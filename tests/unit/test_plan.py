@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -31,10 +32,11 @@ def test_5000_updates_need_13_shards():
     assert result.index_wcu_per_shard == pytest.approx(769.23, abs=0.01)
     assert result.max_writes_per_s == 5_200  # 13 * 800 / 2
     assert not result.over_capacity
-    # table: 5,000 * (1 score + 2 aggregator (measured) + 1 notifier's mark)
-    # + min(5,000 * 10 %, 10) head writes * 4 KB, each to the primary and its 4 copies = 20,200
-    assert result.table_wcu == 20_000 + 10 * 4 * (1 + capacity.HEAD_COPIES)
-    assert result.table_wcu == 20_200
+    # table: 5,000 * (1 score + 9.6 aggregator (measured: a far move, batches of 100) + 1
+    # notifier's mark) + min(5,000 * 10 %, 10) head writes * 4 KB, each to the primary and
+    # its 4 copies = 58,200
+    assert result.table_wcu == 58_000 + 10 * 4 * (1 + capacity.HEAD_COPIES)
+    assert result.table_wcu == 58_200
 
 
 def test_throttling_edge_at_100_shards():
@@ -252,16 +254,16 @@ def test_storage_and_monthly_cost():
     assert result.bytes_per_member == 865
     assert result.storage_gb == pytest.approx(0.865)
     assert result.monthly_storage_cost == pytest.approx(0.865 * 0.25)
-    # writes: table 100 * 4 + 10 head writes * 4 KB * (the primary and 4 copies) = 600,
-    # index 200 -> 800 WRU/s; 800 * 2,628,000 s = 2,102.4 M WRU * $0.625 = $1,314.00
-    assert result.monthly_write_cost == pytest.approx(1_314.00)
+    # writes: table 100 * 11.6 + 10 head writes * 4 KB * (the primary and 4 copies) = 1,360,
+    # index 200 -> 1,560 WRU/s; 1,560 * 2,628,000 s = 4,099.68 M WRU * $0.625 = $2,562.30
+    assert result.monthly_write_cost == pytest.approx(2_562.30)
     assert result.monthly_read_cost == 0
 
 
 def test_prices_can_be_overridden():
     workload = Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=0)
     result = plan(workload, capacity.Prices(write_per_million=1.25))
-    assert result.monthly_write_cost == pytest.approx(2 * 1_314.00)
+    assert result.monthly_write_cost == pytest.approx(2 * 2_562.30)
 
 
 def test_the_api_cache_caps_top_reads_reaching_dynamodb():
@@ -312,6 +314,28 @@ def test_cli_prints_json(capsys):
     assert document["prices"]["region"] == "us-east-1"
 
 
+def test_updates_that_stay_in_their_leaf_write_less():
+    # Given the same 5,000 updates/s, all far moves, all near moves, and half of each
+    def table_wcu(near: float) -> float:
+        workload = Workload(writes_per_s=5_000, top_reads_per_s=0, rank_reads_per_s=0, members=10**6)
+        return plan(replace(workload, near_moves=near)).table_wcu
+
+    # Then each update writes its score (1), the notifier's mark (1) and what the consumer
+    # measured for its kind: 9.6 far, 2.5 near; a mix in proportion (and the head's 200)
+    assert table_wcu(0) == 5_000 * (1 + 9.6 + 1) + 200
+    assert table_wcu(1) == 5_000 * (1 + 2.5 + 1) + 200
+    assert table_wcu(0.5) == pytest.approx(5_000 * (1 + (9.6 + 2.5) / 2 + 1) + 200)
+
+
+def test_cli_takes_the_share_of_near_moves(capsys):
+    args = ["--writes", "5000", "--members", "1000000", "--near-moves", "0.75", "--json"]
+    assert main(args) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["workload"]["near_moves"] == 0.75
+    assert document["plan"]["table_wcu"] == pytest.approx(5_000 * (1 + 0.75 * 2.5 + 0.25 * 9.6 + 1) + 200)
+    assert main(["--writes", "5000", "--members", "10", "--near-moves", "1.5"]) != 0  # a share: 0 to 1
+
+
 def test_cli_prints_a_table(capsys):
     assert main(["--writes", "50000", "--members", "10"]) == 0
     out = capsys.readouterr().out
@@ -350,11 +374,12 @@ def test_the_worked_example_s_reads_with_what_the_instances_keep():
     assert result.tree_root_rcu == 40
     # the table: those, and every rank's score (1) and 4 nodes under the root (2)
     assert result.table_rcu == 288 + 640 + 40 + 4_000 * 3
-    # and writes of 30,200 WRU/s: $49,603.50; reads of 12,968 RRU/s: $4,259.99 (730 hours
-    # at $0.125 a million), so $53,863.70 a month with storage
-    assert result.monthly_write_cost == pytest.approx(49_603.50, abs=0.01)
+    # and writes of 68,200 WRU/s (58,200 on the table, 10,000 on the index): $112,018.50;
+    # reads of 12,968 RRU/s: $4,259.99 (730 hours at $0.125 a million), so $116,278.70 a
+    # month with storage
+    assert result.monthly_write_cost == pytest.approx(112_018.50, abs=0.01)
     assert result.monthly_read_cost == pytest.approx(12_968 * 3_600 * 730 / 1e6 * 0.125, abs=0.01)
-    assert result.monthly_cost == pytest.approx(53_863.70, abs=0.01)
+    assert result.monthly_cost == pytest.approx(116_278.70, abs=0.01)
     # where keeping nothing read 50,000 RCU/s, 36,000 of them the board's items and the head
     cold = plan(
         Workload(
