@@ -167,3 +167,16 @@ def test_recursive_reprs_stop() -> None:
     mine.cache["me"] = mine
     reference.cache["me"] = reference
     assert repr(mine) == repr(reference) == "Unhashed(key='a', cache={'me': ...})"
+
+
+def test_what_it_does_not_write_itself_is_refused_when_the_class_is_defined() -> None:
+    class Hidden:
+        n: int
+        seen: int = field(default=0, init=False)
+
+    class KeywordOnly:
+        n: int = field(kw_only=True)
+
+    for cls in (Hidden, KeywordOnly):
+        with pytest.raises(TypeError, match="use dataclass"):
+            frozen(cls)

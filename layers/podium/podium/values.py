@@ -12,9 +12,11 @@ work as before) and writes the same six methods, with the same semantics, in one
 compares each method with ``dataclass(frozen=True)``'s on the same classes.
 
 What it takes: plain fields with or without ``default`` or ``default_factory``, and
-``field(compare=False)`` / ``field(repr=False)``; a class with ``__post_init__``,
-``InitVar``, keyword-only fields, ``field(init=False)`` or a dataclass base is built by
-``dataclass(frozen=True)`` itself, unchanged.
+``field(compare=False)`` / ``field(repr=False)`` / ``field(hash=...)``. A class with
+``__post_init__``, a dataclass base or any of the six methods of its own is built by
+``dataclass(frozen=True)`` itself, unchanged; one with ``InitVar``, keyword-only fields or
+``field(init=False)`` is refused when it is defined (a TypeError at import, which every
+test run meets): make it with ``dataclass(frozen=True)``.
 """
 
 from __future__ import annotations
