@@ -2,9 +2,10 @@
 board much larger than a batch, where a batch's changes rarely share a node of the count
 tree (the planner's ``TREE_WCU_FAR_MOVE`` and ``TREE_WCU_NEAR_MOVE``).
 
-    python -m bench.treewrites [--members 100000] [--changes 1000] [--batches 1,100,1000]
+    python -m bench.treewrites [--members 1000000] [--changes 1000] [--batches 1,100,1000]
 
-It starts a DynamoDB Local of its own (in memory) with the template's tables, loads a
+It starts a DynamoDB Local of its own (in memory, ``bench.run.own_dynamodb``; its log in
+``bench-data/treewrites/``) with the template's tables, loads a
 ``set`` board of ``--members`` in bulk and builds its head and count tree
 (``bench.churn.loaded_board``), then switches the table's stream on. For each batch size,
 and for two kinds of change, it sets ``--changes`` scores through the service's own write
@@ -32,16 +33,15 @@ import random
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
-
-import boto3
 
 from bench.churn import loaded_board
 from bench.load import member_id
 from bench.loadrun import machine, say
 from bench.measure import Recorder, Sample, create_tables
+from bench.run import local_client, own_dynamodb
 from devstack import template
-from devstack.dynamodb_local import DynamoDBLocal
 from devstack.streamtail import StreamTail
 from podium.dal import Database
 from podium.inspection import Kind
@@ -51,6 +51,7 @@ from podium.wiring import Services
 
 BOARD = "tree-writes"
 KINDS = ("far", "near")
+LOG = Path(__file__).resolve().parent.parent / "bench-data" / "treewrites" / "dynamodb-local.log"
 
 
 def changes(draw: random.Random, scores: list[int], kind: str, count: int) -> dict[int, int]:
@@ -63,12 +64,9 @@ def changes(draw: random.Random, scores: list[int], kind: str, count: int) -> di
 
 
 def measure(members: int, count: int, batches: list[int], shards: int = 10, seed: int = 1) -> dict[str, Any]:
-    server = DynamoDBLocal.start()
-    try:
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
-        client = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1")
-        streams = boto3.client("dynamodbstreams", endpoint_url=server.endpoint, region_name="us-east-1")
+    with own_dynamodb(LOG) as server:
+        client = local_client(server.endpoint)
+        streams = local_client(server.endpoint, "dynamodbstreams")
         settings = create_tables(client, f"trw{uuid.uuid4().hex[:6]}-")  # the stream on once loaded
         say(f"loading {members:,} members on {shards} shards, building the head and count tree")
         population, arn = loaded_board(client, settings, BOARD, shards, members, seed)
@@ -76,9 +74,7 @@ def measure(members: int, count: int, batches: list[int], shards: int = 10, seed
         store = Database.connect(settings, client=client)
         writer = Services(store)
         recorder = Recorder()
-        consuming = Database.connect(settings, client=recorder.attach(boto3.client(
-            "dynamodb", endpoint_url=server.endpoint, region_name="us-east-1"
-        )))  # fmt: skip
+        consuming = Database.connect(settings, client=recorder.attach(local_client(server.endpoint)))
         aggregator = Aggregator(consuming, Services(consuming).boards.settings, lambda: datetime.now(UTC))
         tail = StreamTail(streams, arn)
         tail.read()
@@ -122,8 +118,6 @@ def measure(members: int, count: int, batches: list[int], shards: int = 10, seed
         # the bulk load writes score items alone, no profiles: every member is an orphan here,
         # and the board's memberCount (of profiles) is the load's
         wrong = [d for d in report.differences if d.kind not in (Kind.ORPHAN_SCORE, Kind.MEMBER_COUNT)]
-    finally:
-        server.stop()
     return {
         "members": members,
         "changes": count,
@@ -138,7 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--members", type=int, default=100_000)
+    parser.add_argument("--members", type=int, default=1_000_000)
     parser.add_argument("--changes", type=int, default=1_000)
     parser.add_argument("--batches", default="1,100,1000", help="records per aggregator invocation")
     args = parser.parse_args()
