@@ -148,9 +148,11 @@ class Workload:
 
 
 def stream_wcu_per_update(near_moves: float) -> float:
-    """What the stream consumer writes for a score update, when ``near_moves`` of them
-    stay in their leaf of the count tree and the rest move far."""
-    return near_moves * TREE_WCU_NEAR_MOVE + (1 - near_moves) * TREE_WCU_FAR_MOVE
+    """What the stream consumers write for a score update, when ``near_moves`` of them
+    stay in their leaf of the count tree and the rest move far: the aggregator's share and
+    the notifier's mark."""
+    tree = near_moves * TREE_WCU_NEAR_MOVE + (1 - near_moves) * TREE_WCU_FAR_MOVE
+    return tree + NOTIFIER_WCU_PER_UPDATE
 
 
 @dataclass(frozen=True)
@@ -364,7 +366,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
 
     head_writes = min(w.writes_per_s * HEAD_CHANGE_FRACTION, HEAD_WRITES_MAX_PER_S)
     head_wcu = head_writes * math.ceil(HEAD_ITEM_BYTES / WRITE_UNIT_BYTES) * (1 + HEAD_COPIES)
-    stream_wcu = stream_wcu_per_update(w.near_moves) + NOTIFIER_WCU_PER_UPDATE
+    stream_wcu = stream_wcu_per_update(w.near_moves)
     table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + stream_wcu) + head_wcu
     table_wcu += w.events_per_s * EVENT_WCU
     index_wcu += w.events_per_s * LOG_INDEX_WCU_PER_EVENT

@@ -82,7 +82,7 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
         ("updates/s these shards take", f"{p.max_writes_per_s:,.0f} (at {safety:.0%} of a partition)"),
         (
             "stream WCU per update",
-            f"{capacity.stream_wcu_per_update(workload.near_moves) + capacity.NOTIFIER_WCU_PER_UPDATE:.2f} "
+            f"{capacity.stream_wcu_per_update(workload.near_moves):.2f} "
             f"({workload.near_moves:.0%} of the updates near, the rest far: docs/capacity.md)",
         ),
         ("table WCU/s", f"{p.table_wcu:,.0f}"),
