@@ -54,7 +54,6 @@ def frozen(cls: type[T]) -> type[T]:
 
 
 def _write_methods(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:
-    names = [f.name for f in fields]
     compared = [f.name for f in fields if f.compare]
     hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
     shown = [f.name for f in fields if f.repr]
@@ -63,6 +62,7 @@ def _write_methods(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Non
         "_MISSING": dataclasses.MISSING,
         "_FrozenInstanceError": dataclasses.FrozenInstanceError,
         "_cls": cls,
+        "_fields": tuple(f.name for f in fields),
     }
     params = []
     assigns = []
@@ -99,11 +99,11 @@ def _write_methods(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Non
             "def __hash__(self):",
             f"  return hash({fields_of('self', hashed)})",
             "def __setattr__(self,name,value):",
-            "  if type(self) is _cls or name in " + repr(tuple(names)) + ":",
+            "  if type(self) is _cls or name in _fields:",
             "    raise _FrozenInstanceError(f'cannot assign to field {name!r}')",
             "  super(_cls,self).__setattr__(name,value)",
             "def __delattr__(self,name):",
-            "  if type(self) is _cls or name in " + repr(tuple(names)) + ":",
+            "  if type(self) is _cls or name in _fields:",
             "    raise _FrozenInstanceError(f'cannot delete field {name!r}')",
             "  super(_cls,self).__delattr__(name)",
         ]
