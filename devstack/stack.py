@@ -21,6 +21,7 @@ from devstack.dynamodb_local import DynamoDBLocal
 from devstack.gateway import TEST_CONTROLS, ApiServer, EdgeAuth, Gateway
 from devstack.issuer import LocalIssuer
 from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, Messaging, MotoServer, create_messaging, endpoints
+from devstack.rawrecords import RawGetRecords
 from devstack.schedules import ScheduleTimer
 from devstack.streams import FailureDestination, StreamPoller
 
@@ -217,7 +218,7 @@ class Stack:
         streams_endpoint = (
             os.environ.get("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") or os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
         )
-        streams = boto3.client("dynamodbstreams", endpoint_url=streams_endpoint)
+        streams = RawGetRecords().install(boto3.client("dynamodbstreams", endpoint_url=streams_endpoint))
         sqs = boto3.client("sqs", endpoint_url=sqs_endpoint)
         for consumer in spec.stream_consumers():
             destination = failure_destination(

@@ -30,12 +30,15 @@ def _gone(error: Exception) -> RecordsGone:
 
 
 def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
-    """A DynamoDB Streams record (as ``GetRecords`` returns it through boto3), as the Lambda
-    event source mapping delivers it."""
+    """A DynamoDB Streams record (as ``GetRecords`` returns it through boto3, or as its
+    JSON says: the time as seconds since the epoch), as the Lambda event source mapping
+    delivers it."""
     dynamodb = dict(record["dynamodb"])
     created = dynamodb.get("ApproximateCreationDateTime")
     if isinstance(created, datetime):
         dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
+    elif isinstance(created, float):
+        dynamodb["ApproximateCreationDateTime"] = int(created)
     return {
         "eventID": record["eventID"],
         "eventName": record["eventName"],
