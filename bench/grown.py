@@ -244,7 +244,7 @@ def check(scores: Scores, kind: tuple[str, Any], answer: Any) -> bool:
 
 def run(endpoint: str, client: Any, plan: GrownPlan, log: Path) -> dict[str, Any]:
     spec = template_module.read("grown-")
-    settings = Settings(table_name=spec.table_names["LeaderboardTable"])
+    settings = spec.settings()
     scores = Scores()
     draw = random.Random(3)
     with local_stack(endpoint, "grown-", log) as stack:

@@ -147,7 +147,7 @@ def grow_board(
 def set_member_count(client: Any, store: Database, board_id: str, count: int) -> None:
     """What the stream's aggregator would have counted for the loaded members."""
     client.update_item(
-        TableName=store.tables.table,
+        TableName=store.tables.table_for(board_key(board_id)["pk"]["S"]),
         Key=board_key(board_id),
         UpdateExpression="SET memberCount = :n",
         ExpressionAttributeValues={":n": {"N": str(count)}},

@@ -319,12 +319,11 @@ def run_checkers(target: Target, boards: list[tuple[str, str | None]]) -> dict[s
 
     from devstack import template as template_module
     from devstack.verify import describe
-    from podium.config import Settings
     from podium.dal import Database
     from podium.wiring import Services
 
     spec = template_module.read(target.table_prefix)
-    settings = Settings(table_name=spec.table_names["LeaderboardTable"])
+    settings = spec.settings()
     client = boto3.client("dynamodb", endpoint_url=target.dynamodb)
     checker = Services(Database.connect(settings, client=client)).checker
     verdicts = {}

@@ -294,7 +294,7 @@ def create_tables(client: Any, prefix: str) -> Settings:
         client.create_table(**request)
     for name in spec.table_names.values():
         client.get_waiter("table_exists").wait(TableName=name)
-    return Settings(table_name=spec.table_names["LeaderboardTable"])
+    return spec.settings()
 
 
 @contextmanager

@@ -39,7 +39,6 @@ from devstack.dynamodb_local import DynamoDBLocal
 from devstack.stack import create_tables
 from podium import keys
 from podium.boards import BoardService
-from podium.config import Settings
 from podium.dal import Database, schema, usage
 from podium.dal.codecs import score_attributes
 from podium.layouts import Timing
@@ -120,7 +119,7 @@ def measure(members: int, from_shards: int, to_shards: int, seed: int = 1) -> di
         client = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1")
         spec = template_module.read(f"rsh{uuid.uuid4().hex[:6]}-")
         create_tables(client, spec)
-        store = Database.connect(Settings(table_name=spec.table_names["LeaderboardTable"]), client=client)
+        store = Database.connect(spec.settings(), client=client)
         clock = MovableClock()
         boards = BoardService(store.boards, clock, Timing())
         boards.put_board(BOARD, board_request({"shards": from_shards, "operator": "set"}))

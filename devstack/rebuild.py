@@ -5,11 +5,12 @@ made before count trees (docs/operations.md, "Upgrading a deployed stack"). ``--
 builds every board whose trees were never built.
 
 Against the tables of the running ``make run`` (or of ``--table-prefix`` on the DynamoDB
-at ``AWS_ENDPOINT_URL_DYNAMODB``), the table ``--table`` names, or, with ``--aws
---stack-name NAME``, the table of a deployed stack (its output LeaderboardTableName),
+at ``AWS_ENDPOINT_URL_DYNAMODB``), the tables ``--table`` and ``--state-table`` name, or,
+with ``--aws --stack-name NAME``, the tables of a deployed stack (its outputs
+LeaderboardTableName and StateTableName),
 with the environment's AWS credentials and region. It needs dynamodb:Query,
 dynamodb:BatchGetItem, dynamodb:BatchWriteItem, dynamodb:GetItem, dynamodb:PutItem and
-dynamodb:UpdateItem on the table and its index, and cloudformation:DescribeStacks.
+dynamodb:UpdateItem on the tables and the index, and cloudformation:DescribeStacks.
 
 A build expects a quiet board: a stream record applied to a tree while it is replaced is
 lost. Check the board after (``make verify``), and build again if it names the tree.

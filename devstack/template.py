@@ -12,9 +12,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
+
+if TYPE_CHECKING:
+    from podium.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
@@ -164,6 +167,15 @@ class Template:
     @property
     def resources(self) -> dict[str, Any]:
         return dict(self.document.get("Resources", {}))
+
+    def settings(self) -> Settings:
+        """The service's settings for the template's two tables, under this prefix: what
+        the functions' ``TABLE_NAME`` and ``STATE_TABLE_NAME`` say in the stack."""
+        from podium.config import Settings
+
+        return Settings(
+            table_name=self.table_names["LeaderboardTable"], state_table_name=self.table_names["StateTable"]
+        )
 
     def _functions(self) -> dict[str, dict[str, Any]]:
         return {

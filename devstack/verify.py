@@ -21,7 +21,8 @@ from devstack import template as template_module
 from devstack.stack import RUNNING, use_local_credentials
 from podium.config import Settings
 
-TABLE_OUTPUT = "LeaderboardTableName"  # the deployed stack's output naming its table
+TABLE_OUTPUT = "LeaderboardTableName"  # the deployed stack's output naming its streamed table
+STATE_TABLE_OUTPUT = "StateTableName"  # ... and its table without a stream
 
 if TYPE_CHECKING:
     from podium.consistency import ConsistencyReport
@@ -57,24 +58,32 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="the prefix of the tables on AWS_ENDPOINT_URL_DYNAMODB (as `python -m devstack --table-prefix`)",
     )
-    parser.add_argument("--table", help="the table's name as deployed (then nothing local is assumed)")
+    parser.add_argument(
+        "--table", help="the streamed table's name as deployed (then nothing local is assumed)"
+    )
+    parser.add_argument("--state-table", help="with --table: the state table's name as deployed")
     parser.add_argument(
         "--aws", action="store_true", help="against a deployed stack, with your AWS credentials and region"
     )
-    parser.add_argument("--stack-name", help="the deployed stack (with --aws): its LeaderboardTableName")
+    parser.add_argument(
+        "--stack-name", help="the deployed stack (with --aws): its LeaderboardTableName and StateTableName"
+    )
 
 
 def table_settings(args: argparse.Namespace) -> Settings | str:
     """The settings naming the board's table, or why there are none."""
     if args.table:
-        return Settings(table_name=args.table)
+        return Settings(table_name=args.table, state_table_name=args.state_table or "")
     if args.aws:
         from podium.dal.streams import stack_output
 
         if not args.stack_name:
             return "--aws needs --stack-name (or --table)"
         try:
-            return Settings(table_name=stack_output(args.stack_name, TABLE_OUTPUT))
+            return Settings(
+                table_name=stack_output(args.stack_name, TABLE_OUTPUT),
+                state_table_name=stack_output(args.stack_name, STATE_TABLE_OUTPUT),
+            )
         except Exception as error:  # no such stack, no credentials: a usage error
             return f"the stack {args.stack_name}: {error}"
     use_local_credentials()  # DynamoDB Local takes any: never send real ones to it
@@ -86,7 +95,7 @@ def table_settings(args: argparse.Namespace) -> Settings | str:
         os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = running["dynamodb"]
         prefix = running["tablePrefix"]
     spec = template_module.read(prefix)
-    return Settings(table_name=spec.table_names["LeaderboardTable"])
+    return spec.settings()
 
 
 def verify(args: argparse.Namespace) -> int:

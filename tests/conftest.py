@@ -224,7 +224,7 @@ def local_tables(dynamodb_client: Any) -> Settings:
     """The template's tables on DynamoDB Local, under a prefix of this session's own."""
     spec = template_module.read(f"it{uuid.uuid4().hex[:8]}-")
     create_tables(dynamodb_client, spec)
-    return Settings(table_name=spec.table_names["LeaderboardTable"])
+    return spec.settings()
 
 
 @pytest.fixture
@@ -237,7 +237,7 @@ def moto_tables() -> Iterator[Settings]:
 
         spec = template_module.read("unit-")
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), spec)
-        yield Settings(table_name=spec.table_names["LeaderboardTable"])
+        yield spec.settings()
 
 
 @pytest.fixture(scope="session")

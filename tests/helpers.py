@@ -69,6 +69,14 @@ class TickingClock:
         return self.moment
 
 
+def table_of(settings: Settings, pk: str) -> str:
+    """Which of the template's two tables holds the items of partition ``pk``, for a test
+    that reads or writes around the service (``podium.dal.schema.streamed``)."""
+    from podium.dal import schema
+
+    return settings.table if schema.streamed(pk) else settings.state_table
+
+
 def unique_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 

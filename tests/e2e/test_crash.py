@@ -29,7 +29,6 @@ import requests
 
 from devstack import template as template_module
 from devstack.dynamodb_local import DynamoDBLocal
-from podium.config import Settings
 from podium.consistency import ConsistencyReport
 from tests.conftest import StackLauncher
 from tests.helpers import decimal_json, eventually, unique_id, verify_board
@@ -214,10 +213,10 @@ def test_the_stack_recovers_by_itself_after_dynamodb_local_is_killed(
         # after the rewind its first batch is the whole stream, so the tree trails them until
         # that batch is done (on a board this small, ranks count the index, not the tree). A
         # difference that stays is a fault: it fails here when the minute is out.
-        table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
-
         def checker_finds_nothing() -> ConsistencyReport:
-            report = verify_board(Settings(table_name=table), board, endpoint=on_disk_dynamodb.endpoint)
+            report = verify_board(
+                template_module.read(stack.table_prefix).settings(), board, endpoint=on_disk_dynamodb.endpoint
+            )
             assert report.ok, [d.detail for d in report.differences]
             return report
 

@@ -219,7 +219,7 @@ def member_score(url: str, board: str, member: str) -> Decimal:
 
 def board_settings(stack: LocalStack) -> Settings:
     spec = template_module.read(stack.table_prefix)
-    return Settings(table_name=spec.table_names["LeaderboardTable"])
+    return spec.settings()
 
 
 # -- the clients ---------------------------------------------------------------------------

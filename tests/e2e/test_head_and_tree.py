@@ -16,7 +16,6 @@ import requests
 
 from devstack import template as template_module
 from podium import numbers
-from podium.config import Settings
 from podium.dal import Database
 from podium.keys import member_of_key
 from tests.helpers import assert_equal, decimal_json, eventually, expected_listing, unique_id
@@ -145,9 +144,9 @@ def test_the_stacks_aggregator_keeps_a_count_tree_that_counts_like_the_sorted_bo
     shown = {m: s for m, s in scores.items() if m not in deleted and m not in hidden[1:]}
 
     # When the stack's stream has caught up
-    table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
     store = Database.connect(
-        Settings(table_name=table), client=boto3.client("dynamodb", endpoint_url=dynamodb_endpoint)
+        template_module.read(stack.table_prefix).settings(),
+        client=boto3.client("dynamodb", endpoint_url=dynamodb_endpoint),
     )
 
     # Then the tree holds exactly the shown members, once each, counts like the sorted

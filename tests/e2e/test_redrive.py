@@ -27,7 +27,6 @@ import requests
 from devstack import template as template_module
 from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT
 from podium import numbers
-from podium.config import Settings
 from podium.dal import Database
 from tests.conftest import StackLauncher
 from tests.helpers import assert_equal, decimal_json, eventually, unique_id
@@ -169,9 +168,8 @@ def test_a_poison_record_fixed_and_redriven_is_applied_exactly_once(
     ]
     # and the source's count tree, which every attempt and the replays (applied as
     # replays, each checked against its member's score item) reached, counts each once
-    table = template_module.read(redrive_stack.table_prefix).table_names["LeaderboardTable"]
     client = boto3.client("dynamodb", endpoint_url=dynamodb_endpoint)
-    store = Database.connect(Settings(table_name=table), client=client)
+    store = Database.connect(template_module.read(redrive_stack.table_prefix).settings(), client=client)
     eventually(lambda: assert_equal(len(assert_tree_counts_the_index(store, source)), 3))
 
 

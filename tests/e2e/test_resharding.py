@@ -90,7 +90,7 @@ def stack_url(reshard_stack: LocalStack) -> str:
 
 
 def table_settings(stack: LocalStack) -> Settings:
-    return Settings(table_name=template_module.read(stack.table_prefix).table_names["LeaderboardTable"])
+    return template_module.read(stack.table_prefix).settings()
 
 
 def load_big_board(endpoint: str, prefix: str, scores: dict[str, Decimal]) -> None:
@@ -104,7 +104,7 @@ def load_big_board(endpoint: str, prefix: str, scores: dict[str, Decimal]) -> No
     create_tables(client, spec)
     table = spec.table_names["LeaderboardTable"]
     stream(client, table, enabled=False)
-    services = Services(Database.connect(Settings(table_name=table), client=client))
+    services = Services(Database.connect(spec.settings(), client=client))
     services.boards.put_board(BIG, board_request({"operator": "set", "shards": 3}))
     settings = BoardSettings(operator="set", shards=3)
     items: list[dict[str, Any]] = []
@@ -120,7 +120,7 @@ def load_big_board(endpoint: str, prefix: str, scores: dict[str, Decimal]) -> No
             )
         )
     client.update_item(
-        TableName=table,
+        TableName=spec.settings().state_table,
         Key=board_key(BIG),
         UpdateExpression="SET memberCount = :n",
         ExpressionAttributeValues={":n": {"N": str(len(scores))}},
@@ -372,7 +372,9 @@ def wait_for_the_clean_up(stack: LocalStack, endpoint: str, board: str, old_shar
     table = table_settings(stack).table
 
     def ended() -> None:
-        item = client.get_item(TableName=table, Key=board_key(board), ConsistentRead=True)["Item"]
+        item = client.get_item(
+            TableName=table_settings(stack).state_table, Key=board_key(board), ConsistentRead=True
+        )["Item"]
         assert "reshardEndedAt" in item
         for shard in range(old_shards):
             counted = client.query(

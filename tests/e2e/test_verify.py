@@ -19,7 +19,6 @@ import requests
 
 from devstack import template as template_module
 from podium import numbers
-from podium.config import Settings
 from podium.consistency import ConsistencyReport
 from tests.helpers import assert_equal, eventually, unique_id, verify_board
 from tests.messaging import LocalStack
@@ -48,7 +47,8 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
         _call("PUT", f"{base}/members/{member}", {"score": score})
     _call("POST", f"{base}/members/v3/score", {"value": 40})
     _call("PUT", f"{base}/members/v5", {"hidden": True})
-    table = template_module.read(stack.table_prefix).table_names["LeaderboardTable"]
+
+    settings = template_module.read(stack.table_prefix).settings()
 
     def verify(*args: str, command: str = "verify") -> tuple[int, str]:
         done = subprocess.run(
@@ -67,7 +67,7 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
         return done.returncode, done.stdout
 
     def check() -> ConsistencyReport:
-        return verify_board(Settings(table_name=table), board, endpoint=dynamodb_endpoint)
+        return verify_board(settings, board, endpoint=dynamodb_endpoint)
 
     # When the stack's stream consumers have caught up, the board is consistent
     eventually(lambda: assert_equal(check().differences, []))
@@ -77,12 +77,12 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
     # and memberCount is one off
     client = boto3.client("dynamodb", endpoint_url=dynamodb_endpoint)
     client.update_item(
-        TableName=table,
+        TableName=settings.table,
         Key={"pk": {"S": f"M#{board}#v3"}, "sk": {"S": "SCORE#all"}},
         UpdateExpression="REMOVE rpk, rsk",
     )
     client.update_item(
-        TableName=table,
+        TableName=settings.state_table,
         Key={"pk": {"S": f"B#{board}"}, "sk": {"S": "BOARD"}},
         UpdateExpression="ADD memberCount :one",
         ExpressionAttributeValues={":one": {"N": "1"}},
@@ -113,11 +113,11 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
 
     # When the board is one made before count trees (no countTree on its item, no tree)
     client.update_item(
-        TableName=table,
+        TableName=settings.state_table,
         Key={"pk": {"S": f"B#{board}"}, "sk": {"S": "BOARD"}},
         UpdateExpression="REMOVE countTree",
     )
-    client.delete_item(TableName=table, Key={"pk": {"S": f"T#{board}#all"}, "sk": {"S": "R"}})
+    client.delete_item(TableName=settings.state_table, Key={"pk": {"S": f"T#{board}#all"}, "sk": {"S": "R"}})
 
     # Then `verify` says its trees were never built
     status, out = verify("--json")

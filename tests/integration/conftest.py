@@ -59,7 +59,7 @@ def local_tables(dynamodb_client: Any) -> Settings:
     """The template's tables in the module's database, under a prefix of their own."""
     spec = template_module.read(f"it{uuid.uuid4().hex[:8]}-")
     create_tables(dynamodb_client, spec)
-    return Settings(table_name=spec.table_names["LeaderboardTable"])
+    return spec.settings()
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from podium.dal import Database, schema
 from podium.stream.records import is_event_insert
 from podium.validation import board_request, events_request, member_request
 from podium.wiring import Services
-from tests.helpers import TickingClock, small_head, stream_tail_from_now, unique_id, verify_board
+from tests.helpers import TickingClock, small_head, stream_tail_from_now, table_of, unique_id, verify_board
 from tests.treestore import small_nodes
 
 pytestmark = pytest.mark.integration
@@ -217,7 +217,7 @@ def test_a_daily_board_is_checked_in_each_of_its_periods(
 
     # When the first day's count is one off
     dynamodb_client.update_item(
-        TableName=local_tables.table_name,
+        TableName=local_tables.state_table,
         Key={"pk": {"S": f"B#{board_id}"}, "sk": {"S": "COUNT#2026-11-22"}},
         UpdateExpression="ADD memberCount :one",
         ExpressionAttributeValues={":one": {"N": "1"}},
@@ -244,7 +244,7 @@ class Raw:
     """The table, written around the service (as a bug, or a lost stream record, would)."""
 
     client: Any
-    table: str
+    tables: Settings
 
     def update(
         self,
@@ -255,7 +255,7 @@ class Raw:
         names: dict[str, str] | None = None,
     ) -> None:
         request: dict[str, Any] = {
-            "TableName": self.table,
+            "TableName": table_of(self.tables, pk),
             "Key": {"pk": {"S": pk}, "sk": {"S": sk}},
             "UpdateExpression": expression,
         }
@@ -267,16 +267,16 @@ class Raw:
 
     def get(self, pk: str, sk: str) -> dict[str, Any]:
         item = self.client.get_item(
-            TableName=self.table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+            TableName=table_of(self.tables, pk), Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
         )
         return dict(item["Item"])
 
     def put(self, item: dict[str, Any]) -> None:
-        self.client.put_item(TableName=self.table, Item=item)
+        self.client.put_item(TableName=table_of(self.tables, item["pk"]["S"]), Item=item)
 
     def query(self, pk: str) -> list[dict[str, Any]]:
         request = {
-            "TableName": self.table,
+            "TableName": table_of(self.tables, pk),
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": pk}},
         }
@@ -306,13 +306,14 @@ def wrong_shard(board: Board, raw: Raw) -> None:
 
 def stray_entry(board: Board, raw: Raw) -> None:
     partition, sort_key = placement(board, "junk", Decimal(5))
-    raw.put(
-        {
+    raw.client.put_item(  # an index entry is an item of the streamed table, whatever its key
+        TableName=raw.tables.table,
+        Item={
             "pk": {"S": f"junk#{board.board_id}"},
             "sk": {"S": "x"},
             "rpk": {"S": partition},
             "rsk": {"S": sort_key},
-        }
+        },
     )
 
 
@@ -428,7 +429,7 @@ def test_a_corrupted_structure_is_named_and_repaired(
     corrupt, named, detail = CORRUPTIONS[name]
     # Given a consistent board (a fixture; the first test checks it)
     # When one structure is corrupted, and the stream carries whatever it carries of that
-    corrupt(board, Raw(dynamodb_client, local_tables.table_name))
+    corrupt(board, Raw(dynamodb_client, local_tables))
     board.stream.settle()
 
     # Then a check names exactly those differences

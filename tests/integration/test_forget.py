@@ -23,7 +23,7 @@ from podium.models import Notification
 from podium.stream.notify import Notifier
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import TableStream, unique_id
+from tests.helpers import TableStream, table_of, unique_id
 
 pytestmark = pytest.mark.integration
 
@@ -75,10 +75,10 @@ def deliver_twice(notifier: Notifier, batch: list[dict[str, Any]]) -> None:
         notifier.apply(record)
 
 
-def items_of(dynamodb_client: Any, table: str, pk: str) -> list[tuple[str, str]]:
+def items_of(dynamodb_client: Any, tables: Settings, pk: str) -> list[tuple[str, str]]:
     """Every item of the partition, as (pk, sk)."""
     response = dynamodb_client.query(
-        TableName=table,
+        TableName=table_of(tables, pk),
         KeyConditionExpression="pk = :p",
         ExpressionAttributeValues={":p": {"S": pk}},
         ConsistentRead=True,
@@ -106,7 +106,7 @@ def test_deleting_a_member_forgets_everything_of_it_once(
 ) -> None:
     # Given ana, with scores on two days, who follows bo and cy; bo and cy follow ana; and
     # ana has been told that bo passed her
-    table = local_tables.table_name
+    table = local_tables
     first_day = periods.period_of("daily", service.clock())
     for member, score in (("ana", 50), ("bo", 40), ("cy", 10)):
         service.members.put_member(board, member, member_request({"score": Decimal(score)}))
@@ -160,7 +160,7 @@ def test_a_member_that_made_a_keyed_submission_is_deleted_whole(
     service.members.delete_member(board, "ana")
 
     # Then nothing of her is left, and she is ranked nowhere
-    assert items_of(dynamodb_client, local_tables.table_name, f"M#{board}#ana") == []
+    assert items_of(dynamodb_client, local_tables, f"M#{board}#ana") == []
     assert ranked(service, board, today) == ["bo"]
     with pytest.raises(NotFound):
         service.members.get_member(board, "ana")
@@ -261,8 +261,8 @@ def test_writes_racing_the_delete_find_the_member_gone_and_leave_no_ghost(
 
     # Then both find the member gone, and nothing of ana is left: no score ranked today
     assert outcomes == ["score 404", "rivals 404"]
-    assert items_of(dynamodb_client, local_tables.table_name, f"M#{board}#ana") == []
-    assert items_of(dynamodb_client, local_tables.table_name, f"F#{board}#bo") == []
+    assert items_of(dynamodb_client, local_tables, f"M#{board}#ana") == []
+    assert items_of(dynamodb_client, local_tables, f"F#{board}#bo") == []
     assert ranked(service, board, today) == []
 
 

@@ -205,6 +205,7 @@ def test_environment_resolves_refs_to_topics_and_queues_only_from_what_was_creat
     environment = spec.environment({"NotificationTopic": arn}, overrides=issuer)
     assert environment["NOTIFICATION_TOPIC_ARN"] == arn
     assert environment["TABLE_NAME"] == "x-LeaderboardTable"
+    assert environment["STATE_TABLE_NAME"] == "x-StateTable"
     assert environment["AUTH_ISSUER"] == issuer["AUTH_ISSUER"]
     with pytest.raises(template_module.UnresolvedReference, match="NOTIFICATION_TOPIC_ARN"):
         spec.environment(overrides=issuer)

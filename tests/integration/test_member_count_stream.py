@@ -24,6 +24,7 @@ def counter_handler(
     local_tables: Settings, dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Any]:
     monkeypatch.setenv("TABLE_NAME", local_tables.table_name)
+    monkeypatch.setenv("STATE_TABLE_NAME", local_tables.state_table)
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint)
     wiring.reset()
     consumer = next(

@@ -24,7 +24,7 @@ from podium.models import BoardSettings, Notification, Rivals, ScoreState
 from podium.stream.notify import Notifier
 from podium.validation import board_request, member_request
 from podium.wiring import Services
-from tests.helpers import stream_tail_from_now, unique_id
+from tests.helpers import stream_tail_from_now, table_of, unique_id
 
 pytestmark = pytest.mark.integration
 
@@ -405,7 +405,7 @@ def test_a_member_deleted_while_its_fanout_is_pending_still_tells_the_rest_first
     assert len(expected) > 50
     _check_told_once(store, board, followers, publisher, expected)
     edges = dynamodb_client.query(
-        TableName=local_tables.table_name,
+        TableName=local_tables.state_table,
         KeyConditionExpression="pk = :p",
         ExpressionAttributeValues={":p": {"S": f"F#{board}#star"}},
     )
@@ -440,10 +440,10 @@ def _lists_naming(store: Database, board: str, rival: str, members: list[str]) -
         return [m for m, named in zip(members, pool.map(names, members), strict=True) if named]
 
 
-def _partition(dynamodb_client: Any, table: str, pk: str) -> list[str]:
+def _partition(dynamodb_client: Any, tables: Settings, pk: str) -> list[str]:
     """The sort keys of every item of partition ``pk``."""
     pages = dynamodb_client.get_paginator("query").paginate(
-        TableName=table,
+        TableName=table_of(tables, pk),
         KeyConditionExpression="pk = :p",
         ExpressionAttributeValues={":p": {"S": pk}},
         ConsistentRead=True,
@@ -505,7 +505,7 @@ def test_a_member_followed_by_300_is_forgotten_a_chunk_at_a_time_and_a_follow_af
     # after the delete: those seeded as later, fan-00000's and zoe's
     later = [f.member_id for f in followers if f.since > deleted]
     assert _lists_naming(store, board, "star", [*members, "zoe"]) == sorted([*later, "fan-00000", "zoe"])
-    table = local_tables.table_name
+    table = local_tables
     assert _partition(dynamodb_client, table, f"F#{board}#star") == sorted([*later, "fan-00000", "zoe"])
     # And of its inbox only what was sent to the star added again is left (the one seeded,
     # and its newLeader)

@@ -26,7 +26,6 @@ from devstack import template as template_module
 from devstack.stack import create_tables
 from devstack.streams import StreamTail
 from podium import results
-from podium.config import Settings
 from podium.dal import Database
 from podium.models import Notification
 from podium.validation import board_request, events_request, member_request
@@ -83,7 +82,7 @@ def store(own_database: OwnDatabase) -> Database:
     client = own_database.client()
     spec = template_module.read(f"res{uuid.uuid4().hex[:8]}-")
     create_tables(client, spec)
-    return Database.connect(Settings(table_name=spec.table_names["LeaderboardTable"]), client=client)
+    return Database.connect(spec.settings(), client=client)
 
 
 @pytest.fixture

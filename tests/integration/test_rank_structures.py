@@ -234,7 +234,8 @@ def test_each_period_of_a_daily_board_has_a_tree_of_its_own_members(
 
         # and its items expire with the period's score items
         def ttl(key: dict[str, Any]) -> str:
-            item = dynamodb_client.get_item(TableName=local_tables.table_name, Key=key)["Item"]
+            table = local_tables.table if schema.streamed(key["pk"]["S"]) else local_tables.state_table
+            item = dynamodb_client.get_item(TableName=table, Key=key)["Item"]
             return str(item["ttl"]["N"])
 
         member = sorted(scores)[0]
@@ -385,9 +386,9 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
         old_shape = treebuild.build({m: Entry(str(k), v) for m, (k, v) in found.items()}, sv=50)
     store.tree.put_nodes(board, ALL_TIME, old_shape, None)
     stale = {**schema.bucket_key(board, ALL_TIME, ""), "n": {"N": "7"}, "e": {"N": "1"}}
-    dynamodb_client.put_item(TableName=local_tables.table_name, Item=stale)
+    dynamodb_client.put_item(TableName=local_tables.state_table, Item=stale)
     dynamodb_client.update_item(
-        TableName=local_tables.table_name, Key=schema.board_key(board), UpdateExpression="REMOVE countTree"
+        TableName=local_tables.state_table, Key=schema.board_key(board), UpdateExpression="REMOVE countTree"
     )
     assert not service.boards.get_board(board).count_tree
 
@@ -411,7 +412,7 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
     }
     assert {m: (e.key, e.version) for m, e in held.items()} == versions
     left = dynamodb_client.query(
-        TableName=local_tables.table_name,
+        TableName=local_tables.state_table,
         KeyConditionExpression="pk = :pk AND begins_with(sk, :b)",
         ExpressionAttributeValues={":pk": stale["pk"], ":b": {"S": schema.BUCKET}},
     )
@@ -453,7 +454,7 @@ def test_building_a_board_made_before_count_trees_builds_every_readable_period(
     board = unique_id("old-daily")
     service.boards.put_board(board, board_request({"shards": 3, "reset": "daily", "retainPeriods": 2}))
     dynamodb_client.update_item(
-        TableName=local_tables.table_name, Key=schema.board_key(board), UpdateExpression="REMOVE countTree"
+        TableName=local_tables.state_table, Key=schema.board_key(board), UpdateExpression="REMOVE countTree"
     )
     days = ["2030-05-01", "2030-05-02", "2030-05-03", "2030-05-04"]
     for number, day in enumerate(days):

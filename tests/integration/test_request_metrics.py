@@ -30,6 +30,7 @@ def functions(
     """The API's functions on DynamoDB Local, every caller an admin."""
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint)
     monkeypatch.setenv("TABLE_NAME", local_tables.table_name)
+    monkeypatch.setenv("STATE_TABLE_NAME", local_tables.state_table)
     monkeypatch.setenv("PODIUM_AUTH", "off")
     podium.wiring.reset()
     loaded = RouteFunctions()

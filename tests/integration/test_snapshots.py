@@ -21,7 +21,6 @@ import pytest
 from devstack import template as template_module
 from devstack.stack import create_tables
 from podium import snapshots
-from podium.config import Settings
 from podium.dal import Database
 from podium.errors import ValidationError
 from podium.validation import board_request, member_request
@@ -40,7 +39,7 @@ def store(own_database: OwnDatabase) -> Database:
     client = own_database.client()
     spec = template_module.read(f"snap{uuid.uuid4().hex[:8]}-")
     create_tables(client, spec)
-    settings = Settings(table_name=spec.table_names["LeaderboardTable"])
+    settings = spec.settings()
     return Database.connect(settings, client=client)
 
 
@@ -67,7 +66,7 @@ def _now() -> datetime:
 def _stored(store: Database, board: str) -> list[dict[str, Any]]:
     """Every snapshot item of the board, as the table holds it."""
     response = store.tables.client.query(
-        TableName=store.tables.table,
+        TableName=store.tables.table_for(f"S#{board}"),
         KeyConditionExpression="pk = :p",
         ExpressionAttributeValues={":p": {"S": f"S#{board}"}},
         ConsistentRead=True,

@@ -267,6 +267,7 @@ def emitted(
 
     topic = boto3.client("sns", region_name="us-east-1").create_topic(Name="unit-topic")["TopicArn"]
     monkeypatch.setenv("TABLE_NAME", moto_tables.table_name)
+    monkeypatch.setenv("STATE_TABLE_NAME", moto_tables.state_table)
     monkeypatch.setenv("NOTIFICATION_TOPIC_ARN", topic)
     podium.wiring.reset()
     spec = template.read("unit-")

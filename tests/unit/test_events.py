@@ -111,6 +111,7 @@ def _clear_singletons() -> None:
 def invoke(moto_tables: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Invoke]:
     """Invoke a function by its event name, with its sample event unless one is given."""
     monkeypatch.setenv("TABLE_NAME", moto_tables.table_name)
+    monkeypatch.setenv("STATE_TABLE_NAME", moto_tables.state_table)
     _clear_singletons()
     handlers: dict[str, Handler] = {}
     module_names: list[str] = []

@@ -33,6 +33,11 @@ invoke = test_events.invoke
 board = test_events.board
 images = test_events.images
 TABLE = "LeaderboardTable"
+# The code reaches both tables through one data-access layer that routes each item by its
+# key (podium.dal.client.Tables.table_for): which item kinds a function touches is not in
+# its call graph, so a function may do to the state table what it may do to the streamed
+# one (docs/security.md, "Least privilege"). The indexes are the streamed table's alone.
+TABLES = (TABLE, "StateTable")
 TOPIC = "NotificationTopic"
 TRANSACTION_PARTS = {
     "Put": "dynamodb:PutItem",
@@ -80,16 +85,16 @@ def needed_by_code(code_dir: str) -> set[Grant]:
             grants.add((f"sns:{_camel(operation.name)}", TOPIC))
             continue
         if operation.name == "transact_write_items":
-            grants |= {(TRANSACTION_PARTS[part], TABLE) for part in transaction_parts}
+            grants |= {(TRANSACTION_PARTS[part], table) for part in transaction_parts for table in TABLES}
         elif operation.name == "query":
             if any(facts.queries_table for facts in reached):
-                grants.add(("dynamodb:Query", TABLE))
+                grants |= {("dynamodb:Query", table) for table in TABLES}
             if any(facts.queries_index for facts in reached):
                 grants |= {("dynamodb:Query", f"{TABLE}/index/{name}") for name in index_names}
             if any(facts.queries_log_index for facts in reached):
                 grants.add(("dynamodb:Query", f"{TABLE}/index/{LOG_INDEX}"))
         else:
-            grants.add((f"dynamodb:{_camel(operation.name)}", TABLE))
+            grants |= {(f"dynamodb:{_camel(operation.name)}", table) for table in TABLES}
     return grants
 
 

@@ -33,6 +33,7 @@ def invoke(moto_tables: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[I
     """Run a route's function as Lambda does (``invoke("top", board, query)``), on the
     template's table in moto, every caller an admin."""
     monkeypatch.setenv("TABLE_NAME", moto_tables.table_name)
+    monkeypatch.setenv("STATE_TABLE_NAME", moto_tables.state_table)
     monkeypatch.setenv("PODIUM_AUTH", "off")
     podium.wiring.reset()
     functions = RouteFunctions()

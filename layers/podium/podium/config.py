@@ -25,7 +25,14 @@ class MissingSetting(RuntimeError):
 
 @frozen
 class Settings:
+    # The table whose stream feeds the consumers: members' profiles and scores, the event
+    # log, the notifier's fan-out jobs (podium.dal.schema.streamed).
     table_name: str = ""
+    # Everything kept from that stream or beside it (boards, counts, count trees, heads,
+    # marks, leaders, inboxes, follower edges...), in a table without a stream: its writes
+    # never reach the consumers, and the streamed table keeps few partitions, so its
+    # stream's batches stay large (docs/data-model.md, "Two tables"). Empty: the same table.
+    state_table_name: str = ""
     rank_index_name: str = "RankIndex"
     rank_index_b_name: str = "RankIndexB"  # the second ranking index, a re-shard's target
     notification_topic_arn: str = ""
@@ -87,6 +94,10 @@ class Settings:
         return _required(self.table_name, "TABLE_NAME", "the function has no table to use")
 
     @property
+    def state_table(self) -> str:
+        return self.state_table_name or self.table
+
+    @property
     def notification_topic(self) -> str:
         return _required(self.notification_topic_arn, "NOTIFICATION_TOPIC_ARN", "notifications would be lost")
 
@@ -102,6 +113,7 @@ class Settings:
     def from_environment(cls) -> Settings:
         return cls(
             table_name=os.environ.get("TABLE_NAME", ""),
+            state_table_name=os.environ.get("STATE_TABLE_NAME", ""),
             rank_index_name=os.environ.get("RANK_INDEX_NAME", "RankIndex"),
             rank_index_b_name=os.environ.get("RANK_INDEX_B_NAME", "RankIndexB"),
             notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN", ""),

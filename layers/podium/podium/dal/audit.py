@@ -215,6 +215,7 @@ class Audit:
         return self.tables.update(
             schema.key(entry.pk, entry.sk),
             "REMOVE rpk, rpkB, rsk",
+            TableName=self.tables.table,  # what an index holds is the streamed table's, whatever its key
             ConditionExpression=f"{attribute} = :p AND rsk = :k",
             ExpressionAttributeValues={":p": {"S": entry.partition}, ":k": {"S": entry.sort_key}},
         )

@@ -86,7 +86,7 @@ class Boards:
         """A page of board ids from the catalog, in id order, and the id to continue
         after (None at the end)."""
         request: dict[str, Any] = {
-            "TableName": self.tables.table,
+            "TableName": self.tables.table_for(schema.CATALOG),
             "KeyConditionExpression": "pk = :c",
             "ExpressionAttributeValues": {":c": {"S": schema.CATALOG}},
             "Limit": limit,

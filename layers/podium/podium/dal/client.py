@@ -18,7 +18,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from podium import fanout
 from podium.config import Settings
-from podium.dal import schema, usage
+from podium.dal import routing, schema, usage
 from podium.errors import (
     AlreadyApplied,
     ItemMissing,
@@ -206,11 +206,16 @@ class Tables:
 
     @property
     def table(self) -> str:
+        """The streamed table: members' profiles and scores, the event log, the fan-out
+        jobs, and the indexes over them."""
         return self.settings.table
 
-    @property
-    def rank_index(self) -> str:
-        return self.settings.rank_index_name
+    def table_for(self, pk: str) -> str:
+        """The table that holds the items of partition key ``pk`` (``schema.streamed``)."""
+        return routing.table_for(self.settings, pk)
+
+    def _table_of(self, request: dict[str, Any]) -> str:
+        return routing.table_for(self.settings, routing.partition_of(request))
 
     def index_for(self, partition: str) -> tuple[str, str]:
         """The ranking index a partition key belongs to, and its key attribute."""
@@ -228,7 +233,11 @@ class Tables:
         projection: str | None = None,
         names: dict[str, str] | None = None,
     ) -> Item | None:
-        request: dict[str, Any] = {"TableName": self.table, "Key": key, "ConsistentRead": consistent}
+        request: dict[str, Any] = {
+            "TableName": self.table_for(key["pk"]["S"]),
+            "Key": key,
+            "ConsistentRead": consistent,
+        }
         if projection is not None:
             request["ProjectionExpression"] = projection
         if names:
@@ -243,7 +252,8 @@ class Tables:
 
         try:
             with translate_throttling():
-                return operation(TableName=self.table, **request)
+                table = request.pop("TableName", None) or self._table_of(request)
+                return operation(TableName=table, **request)
         except ClientError as error:
             if conditional_failure(error):
                 return None
@@ -263,7 +273,7 @@ class Tables:
         try:
             with translate_throttling():
                 self.client.put_item(
-                    TableName=self.table,
+                    TableName=self.table_for(item["pk"]["S"]),
                     Item=item,
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                     **conditions,
@@ -281,7 +291,7 @@ class Tables:
 
     def delete(self, key: Item) -> None:
         with translate_throttling():
-            self.client.delete_item(TableName=self.table, Key=key)
+            self.client.delete_item(TableName=self.table_for(key["pk"]["S"]), Key=key)
 
     def update(self, key: Item, expression: str, **rest: Any) -> bool:
         """An UpdateItem; False when its condition fails."""
@@ -306,7 +316,7 @@ class Tables:
         from botocore.exceptions import ClientError
 
         request = {
-            "TableName": self.table,
+            "TableName": self.table_for(key["pk"]["S"]),
             "Key": key,
             "UpdateExpression": expression,
             "ReturnValues": returning,
@@ -343,7 +353,8 @@ class Tables:
         from botocore.exceptions import ClientError
 
         for action in actions:
-            next(iter(action.values()))["TableName"] = self.table
+            request = next(iter(action.values()))
+            request["TableName"] = self._table_of(request)
         try:
             with translate_throttling():
                 self.client.transact_write_items(TransactItems=actions)
@@ -377,7 +388,8 @@ class Tables:
         """Each response of a query, following ``LastEvaluatedKey`` past the 1 MB page
         limit. ``request`` is updated in place with the key to start from, so a caller
         that reads a limited number of items may change its ``Limit`` between pages."""
-        request.setdefault("TableName", self.table)
+        if "TableName" not in request:
+            request["TableName"] = routing.table_of_query(self.settings, request)
         while True:
             with translate_throttling():
                 response = self.client.query(**request)
@@ -444,7 +456,11 @@ class Tables:
                 return self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
 
         for start in range(0, len(requests), 25):
-            until_processed(send, {self.table: requests[start : start + 25]}, "writes")
+            chunk: dict[str, list[dict[str, Any]]] = {}
+            for request in requests[start : start + 25]:
+                action = request.get("PutRequest") or request["DeleteRequest"]
+                chunk.setdefault(self._table_of(action), []).append(request)
+            until_processed(send, chunk, "writes")
 
     def batch_get(self, keys: list[Item], *, consistent: bool) -> dict[tuple[str, str], Item]:
         """The items found among ``keys``, by (pk, sk); chunks of 100 read concurrently."""
@@ -458,10 +474,17 @@ class Tables:
             def send(request: dict[str, Any]) -> dict[str, Any]:
                 with translate_throttling():
                     response = self.client.batch_get_item(RequestItems=request)
-                items.extend(response.get("Responses", {}).get(self.table, []))
+                for found_items in response.get("Responses", {}).values():
+                    items.extend(found_items)
                 return response.get("UnprocessedKeys") or {}
 
-            until_processed(send, {self.table: {"Keys": chunk, "ConsistentRead": consistent}}, "reads")
+            request: dict[str, Any] = {}
+            for key in chunk:
+                table = request.setdefault(
+                    self.table_for(key["pk"]["S"]), {"Keys": [], "ConsistentRead": consistent}
+                )
+                table["Keys"].append(key)
+            until_processed(send, request, "reads")
             return items
 
         for items in fanout.gather(fetch, chunks):

@@ -64,7 +64,7 @@ class EventLog:
             try:
                 with translate_throttling():
                     response = self.tables.client.update_item(
-                        TableName=self.tables.table,
+                        TableName=self.tables.table_for(codecs.event_key(event)["pk"]["S"]),
                         Key=codecs.event_key(event),
                         UpdateExpression="SET fold = :f",
                         ConditionExpression=condition,

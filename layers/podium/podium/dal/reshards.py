@@ -64,7 +64,7 @@ class Reshards:
     def moving_boards(self) -> list[str]:
         """The boards whose move is on (or just ended, its marker not removed yet)."""
         request: dict[str, Any] = {
-            "TableName": self.tables.table,
+            "TableName": self.tables.table_for(schema.RESHARDS),
             "KeyConditionExpression": "pk = :r",
             "ExpressionAttributeValues": {":r": {"S": schema.RESHARDS}},
         }

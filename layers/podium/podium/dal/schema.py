@@ -34,6 +34,12 @@ NOTHING_ANNOUNCED = "-"
 
 RESHARDS = "RESHARDS"  # one item per board whose re-shard is on: RESHARDS / boardId
 
+# The partition keys of the streamed table (``Settings.table_name``): what its stream must
+# carry to the consumers (the template's filters take these only) and the items written
+# with them in one transaction. Every other item is derived or kept beside them, in the
+# state table, which has no stream.
+STREAMED = (MEMBER, EVENTS, FANOUT)
+
 # The attribute that keys a score item in each ranking index (podium.models.RANK_INDEXES); both
 # indexes share the sort key ``rsk``.
 INDEX_KEY = {"A": "rpk", "B": "rpkB"}
@@ -89,6 +95,11 @@ LOG_INDEX = "LogIndex"
 LOG_INDEX_PK = "lp"
 
 Key = dict[str, Any]
+
+
+def streamed(pk: str) -> bool:
+    """Whether the item of partition key ``pk`` lies in the streamed table."""
+    return pk.startswith(STREAMED)
 
 
 def key(pk: str, sk: str) -> Key:
