@@ -6,14 +6,14 @@ repaired, and then found consistent again."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from podium import keys
+from podium import counttree, keys
 from podium.config import Settings
 from podium.consistency import ConsistencyReport, Difference, Kind
 from podium.dal import Database, schema
@@ -356,8 +356,10 @@ def tree_entry_lost(board: Board, raw: Raw) -> None:
 
 def tree_count_off(board: Board, raw: Raw) -> None:
     root = raw.get(f"T#{board.board_id}#all", "R")
-    child = {"#c": sorted(root["c"]["M"])[-1]}
-    raw.update(root["pk"]["S"], "R", "SET c.#c.n = c.#c.n + :one", {":one": {"N": "1"}}, child)
+    name = sorted(root["c"]["M"])[-1]
+    count = counttree.child_of(root["c"]["M"][name]["S"])
+    one_more = counttree.child_text(replace(count, n=count.n + 1))
+    raw.update(root["pk"]["S"], "R", "SET c.#c = :c", {":c": {"S": one_more}}, {"#c": name})
 
 
 def stale_head(board: Board, raw: Raw) -> None:

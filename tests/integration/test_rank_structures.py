@@ -402,8 +402,9 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
     # (which never resets: one period) is counted from its tree; the head is the index's
     listed = assert_tree_counts_the_index(store, board)
     assert len(listed) == 90
-    assert nodes == len(store.tree.all_nodes(board, ALL_TIME)) == 1 + -(-90 // int(counttree.LEAF_MAX * 0.75))
     versions = store.members.versions(board, sorted(scores), ALL_TIME, consistent=True)
+    usual = treebuild.build({m: Entry(str(k), v) for m, (k, v) in versions.items()})
+    assert nodes == len(store.tree.all_nodes(board, ALL_TIME)) == len(usual)
     held = {
         m: e
         for n in store.tree.all_nodes(board, ALL_TIME)

@@ -741,3 +741,78 @@ def test_a_stale_reader_reads_again_after_splits(width: int) -> None:
             keeper.apply(TREE, Change(f"m{i:02d}", None, key(10 + i, f"m{i:02d}"), (1, 1), NOW))
         bounds = [key(10 + i, "") for i in range(0, 41, width)]
         assert reader.count_below("board", "all", bounds) == [min(40, i) for i in range(0, 41, width)]
+
+
+# -- the nodes as text: what their items hold ------------------------------------------------------
+
+member_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,30}", fullmatch=True)
+versions = st.tuples(st.integers(0, 2**63), st.integers(0, 2**40))
+
+
+@given(member=member_ids, version=versions, score=st.text(alphabet="0123456789~#", max_size=20))
+def test_an_entry_as_text_reads_back_as_it_was(member: str, version: tuple[int, int], score: str) -> None:
+    # Given a member's entry at a sort key that ends with its id (as every sort key of the
+    # service does), and one at a key that does not
+    for sort_key in (f"{score}#{member}", score):
+        entry = Entry(sort_key, version)
+        # When it is written as text and read back
+        text = counttree.entry_text(member, entry)
+        # Then it is the same entry, and the member id is not written twice
+        assert counttree.entry_of(member, text) == entry
+        ci, v = version
+        kept = len(sort_key) - (len(member) if sort_key.endswith(f"#{member}") else 0)
+        assert len(text) == len(counttree.base36(ci)) + len(counttree.base36(v)) + 3 + kept
+
+
+@given(version=versions, at=st.integers(0, 2**40))
+def test_a_tombstone_as_text_reads_back_as_it_was(version: tuple[int, int], at: int) -> None:
+    stone = Tombstone(version, at)
+    assert counttree.tombstone_of(counttree.tombstone_text(stone)) == stone
+
+
+@given(n=st.integers(0, 10**9), sv=st.integers(0, 2**63))
+def test_a_child_as_text_reads_back_as_it_was(n: int, sv: int) -> None:
+    count = counttree.Count(n, sv)
+    assert counttree.child_of(counttree.child_text(count)) == count
+
+
+@given(a=st.integers(0, 2**63), b=st.integers(0, 2**63), n=st.integers(0, 10**9))
+def test_a_recorded_child_is_below_a_report_exactly_when_its_version_is_older(a: int, b: int, n: int) -> None:
+    # Given a child recorded at state version a, and a report of it at version b
+    recorded = counttree.child_text(counttree.Count(n, a))
+    # Then the report's condition (the recorded text below b's ordered form) holds
+    # exactly when a < b, as the numbers compare
+    assert (recorded < counttree.ordered(b)) == (a < b)
+    assert (counttree.ordered(a) < counttree.ordered(b)) == (a < b)
+
+
+@given(
+    st.lists(
+        st.text(alphabet="0123456789#~abAB", min_size=1, max_size=12), min_size=2, max_size=2, unique=True
+    )
+)
+def test_a_separator_is_the_shortest_prefix_between_two_keys(pair: list[str]) -> None:
+    below, above = sorted(pair)
+    cut = counttree.separator(below, above)
+    # It separates them, is a prefix of the upper key, and no shorter prefix does
+    assert below < cut <= above
+    assert above.startswith(cut)
+    assert all(not (below < above[:end]) for end in range(len(cut)))
+
+
+def test_compact_nodes_stay_under_a_kilobyte_with_ordinary_ids() -> None:
+    # Given a leaf filled to its limits with 14-character ids and scores of a desc board,
+    # and an inner node with as many children as it holds
+    rng = random.Random(7)
+    entries: dict[str, Entry] = {}
+    for i in range(200):
+        member = f"player-{i:07d}"
+        entries[member] = Entry(f"0494{rng.randrange(10**9):09d}~#{member}", (1_795_000_000_000_000 + i, 7))
+    nodes = treebuild.build(entries, sv=1_795_000_000_000_000)
+    # Then every node, the bounds in its keys included, is within the size it splits at,
+    # so one write of it (even the one that fills it past the limit) is 1 WCU
+    for node in nodes:
+        assert counttree.node_bytes(node) <= counttree.NODE_BYTES
+    leaves = [n for n in nodes if isinstance(n, Leaf)]
+    # and the bounds between leaves are far shorter than the keys they separate
+    assert max(len(n.lo) for n in leaves) < 10

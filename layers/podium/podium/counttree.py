@@ -47,21 +47,28 @@ from itertools import pairwise
 
 from podium.values import frozen
 
-LEAF_MAX = 24  # a leaf past this many entries is split
+SEPARATOR = "#"  # what ends every sort key before its member id (podium.keys.SEPARATOR)
+
+LEAF_MAX = 20  # a leaf past this many entries is split
 FANOUT = 32  # an inner node past this many children is split
-# ... or either past about this many bytes: a node read stays within one 4 KB block (0.5 RCU)
-# however long the members' ids, and a write of it at 2 WCU.
-NODE_BYTES = 2048
+# ... or either past about this many bytes (``node_bytes``: its item with the keys and the
+# other attributes, for a board id of about 30 characters), so that a write of a node is
+# 1 WCU: a node split past 900 bytes was at most one entry or child past it, under 1 KB
+# with member ids of up to about 80 characters. Entries and children are kept as short
+# text (``entry_text``, ``child_text``), and the bounds between nodes are the shortest
+# strings that separate their keys (``separator``): with 14-character member ids a leaf
+# holds about 19 entries and an inner node 32 children in 1 KB.
+NODE_BYTES = 900
 # Tombstones stop records older than them; the stream keeps records 24 hours, and an hour
 # more covers the clocks of the consumers and a redrive in flight.
 TOMBSTONE_KEEP_S = 25 * 3600
 BELOW_EVERY_KEY = ""  # the lower end of the first node of every level
 
-# What a node's item holds besides its entries or children, and what each entry, tombstone
-# or child adds besides its strings (names, numbers): for the size limit, near enough.
-NODE_FIXED_BYTES = 64
-ENTRY_FIXED_BYTES = 24
-CHILD_FIXED_BYTES = 20
+# What a node's item holds besides its entries or children and its bounds (its keys, level,
+# state version, TTL and the names of its attributes), and what DynamoDB adds to each
+# element of a map besides its name and text: for the size limit, near enough.
+NODE_FIXED_BYTES = 100
+MAP_ELEMENT_BYTES = 1
 
 Version = tuple[int, int]  # (ci, v), compared as a tuple
 # A node is named by its level and its lower end; the root, whose level changes, by ROOT.
@@ -133,6 +140,79 @@ class Inner:
 
 
 Node = Leaf | Inner
+
+
+# -- the nodes as text (their items' compact form: docs/count-tree.md, "Items") -----------
+#
+# An entry is ``ci.v.key``: the score item's version in base 36, then the sort key, whose
+# member id at the end (every sort key of the service ends with ``#`` and the member id) is
+# left out, marked ``+`` (``=``: the whole key follows). A tombstone is ``ci.v.at``. A
+# child is ``sv.n``: its state version in a form whose text order is its number order
+# (``ordered``), so that a report's condition "the recorded version is older" is a string
+# comparison, then the count.
+
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def base36(number: int) -> str:
+    if number < 0:
+        raise ValueError(f"a count tree number is never negative: {number}")
+    text = ""
+    while True:
+        number, digit = divmod(number, 36)
+        text = _DIGITS[digit] + text
+        if not number:
+            return text
+
+
+def ordered(number: int) -> str:
+    """``number`` as text that sorts as the number does: its base-36 digits after a letter
+    that says how many there are."""
+    digits = base36(number)
+    return chr(ord("A") + len(digits) - 1) + digits
+
+
+def entry_text(member: str, entry: Entry) -> str:
+    ci, v = entry.version
+    suffix = SEPARATOR + member
+    key = f"+{entry.key[: -len(member)]}" if entry.key.endswith(suffix) else f"={entry.key}"
+    return f"{base36(ci)}.{base36(v)}.{key}"
+
+
+def entry_of(member: str, text: str) -> Entry:
+    ci, v, key = text.split(".", 2)
+    return Entry(key[1:] + member if key[0] == "+" else key[1:], (int(ci, 36), int(v, 36)))
+
+
+def tombstone_text(stone: Tombstone) -> str:
+    ci, v = stone.version
+    return f"{base36(ci)}.{base36(v)}.{base36(stone.at)}"
+
+
+def tombstone_of(text: str) -> Tombstone:
+    ci, v, at = text.split(".")
+    return Tombstone((int(ci, 36), int(v, 36)), int(at, 36))
+
+
+def child_text(count: Count) -> str:
+    return f"{ordered(count.sv)}.{base36(count.n)}"
+
+
+def child_of(text: str) -> Count:
+    sv, n = text.split(".")
+    return Count(int(n, 36), int(sv[1:], 36))
+
+
+def separator(below: str, above: str) -> str:
+    """The shortest string ``s`` with ``below < s <= above``: a prefix of ``above`` (a
+    bound between two nodes need only separate their keys, and short bounds keep the
+    parent small)."""
+    if not below < above:
+        raise ValueError(f"nothing separates {below!r} from {above!r}")
+    for end in range(1, len(above) + 1):
+        if above[:end] > below:
+            return above[:end]
+    return above
 
 
 def ident(node: Node) -> NodeId:
@@ -308,12 +388,22 @@ class Put:
 
 
 def node_bytes(node: Node) -> int:
-    """About the size of the node's item."""
-    size = NODE_FIXED_BYTES + len(node.lo) + len(node.hi or "")
+    """About the size of the node's item (its bounds are in its sort key too)."""
+    size = NODE_FIXED_BYTES + 2 * len(node.lo) + len(node.hi or "")
     if isinstance(node, Leaf):
-        size += sum(len(m) + len(e.key) + ENTRY_FIXED_BYTES for m, e in node.entries.items())
-        return size + sum(len(m) + ENTRY_FIXED_BYTES for m in node.tombstones)
-    return size + sum(1 + len(lo) + CHILD_FIXED_BYTES for lo in node.children)
+        size += sum(entry_bytes(m, e) for m, e in node.entries.items())
+        return size + sum(
+            len(m) + MAP_ELEMENT_BYTES + len(tombstone_text(t)) for m, t in node.tombstones.items()
+        )
+    return size + sum(child_bytes(lo, count) for lo, count in node.children.items())
+
+
+def entry_bytes(member: str, entry: Entry) -> int:
+    return len(member) + MAP_ELEMENT_BYTES + len(entry_text(member, entry))
+
+
+def child_bytes(lo: str, count: Count) -> int:
+    return 1 + len(lo) + MAP_ELEMENT_BYTES + len(child_text(count))  # its name is ``k`` + lo
 
 
 def overfull(node: Node) -> bool:
@@ -354,11 +444,14 @@ def _halves(node: Node, now: int) -> tuple[Node, Node]:
     """The node cut at its middle key: the lower part (its own item, one write on) and the
     upper part (a new item)."""
     if isinstance(node, Leaf):
-        ordered = sorted(node.entries.items(), key=lambda item: item[1].key)
-        cut = ordered[len(ordered) // 2][1].key
+        by_key = sorted(node.entries.items(), key=lambda item: item[1].key)
+        middle = by_key[len(by_key) // 2][1].key
         stones = {m: s for m, s in node.tombstones.items() if m not in expired(node, now)}
-        below = {m: e for m, e in ordered if e.key < cut}
-        above = {m: e for m, e in ordered if e.key >= cut}
+        below = {m: e for m, e in by_key if e.key < middle}
+        above = {m: e for m, e in by_key if e.key >= middle}
+        # the shortest bound between the two halves' keys: the parent keeps it, and short
+        # bounds keep the parent under 1 KB
+        cut = separator(max(e.key for e in below.values()), middle) if below else middle
         lower: Node = replace(node, hi=cut, sv=node.sv + 1, entries=below, tombstones=stones)
         return lower, Leaf(cut, node.hi, 1, above, dict(stones))
     bounds = sorted(node.children)

@@ -7,19 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from itertools import pairwise
 from typing import TypeVar
 
 from podium import counttree
 from podium.counttree import (
     BELOW_EVERY_KEY,
-    CHILD_FIXED_BYTES,
-    ENTRY_FIXED_BYTES,
     NODE_FIXED_BYTES,
     Count,
     Entry,
     Inner,
     Leaf,
     Node,
+    child_bytes,
+    entry_bytes,
+    separator,
 )
 
 BUILD_FILL = 0.75  # how full the nodes are packed: room for inserts before splits
@@ -33,18 +35,19 @@ def build(entries: Mapping[str, Entry], sv: int = 1) -> list[Node]:
     any its old tree had, so that a report of an old node still in flight (a count
     guarded by the old node's ``sv``) is refused by the new parent."""
     ordered = sorted(entries.items(), key=lambda item: item[1].key)
-    runs = _runs(
-        ordered, counttree.LEAF_MAX, lambda item: len(item[0]) + len(item[1].key) + ENTRY_FIXED_BYTES
-    )
+    runs = _runs(ordered, counttree.LEAF_MAX, lambda item: entry_bytes(*item))
+    # each leaf from the shortest bound above the keys of the one before it
+    bounds = [BELOW_EVERY_KEY] + [
+        separator(before[-1][1].key, after[0][1].key) for before, after in pairwise(runs)
+    ]
     level: list[Node] = []
     for index, run in enumerate(runs):
-        lo = run[0][1].key if index else BELOW_EVERY_KEY
-        hi = runs[index + 1][0][1].key if index + 1 < len(runs) else None
-        level.append(Leaf(lo, hi, sv, dict(run), {}))
+        hi = bounds[index + 1] if index + 1 < len(runs) else None
+        level.append(Leaf(bounds[index], hi, sv, dict(run), {}))
     built: list[Node] = []
     while len(level) > 1:
         built += level
-        groups = _runs(level, counttree.FANOUT, lambda node: 1 + len(node.lo) + CHILD_FIXED_BYTES)
+        groups = _runs(level, counttree.FANOUT, lambda node: child_bytes(node.lo, Count(node.total, node.sv)))
         level = [
             Inner(
                 group[0].level + 1,
@@ -61,7 +64,8 @@ def build(entries: Mapping[str, Entry], sv: int = 1) -> list[Node]:
 def _runs(items: Sequence[T], most: int, size: Callable[[T], int]) -> list[list[T]]:
     """``items`` in runs of ``BUILD_FILL`` of ``most`` and of the node size limit (one
     empty run for no items)."""
-    fill, room = max(1, int(most * BUILD_FILL)), int(counttree.NODE_BYTES * BUILD_FILL)
+    fill = max(1, int(most * BUILD_FILL))
+    room = NODE_FIXED_BYTES + int((counttree.NODE_BYTES - NODE_FIXED_BYTES) * BUILD_FILL)
     runs: list[list[T]] = [[]]
     used = NODE_FIXED_BYTES
     for item in items:

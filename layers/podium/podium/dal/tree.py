@@ -23,7 +23,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from podium.counttree import ROOT, Count, Entry, Inner, InOrder, Leaf, LeafWrite, Node, NodeId, Put, Tombstone
+from podium.counttree import (
+    ROOT,
+    Count,
+    Inner,
+    InOrder,
+    Leaf,
+    LeafWrite,
+    Node,
+    NodeId,
+    Put,
+    child_of,
+    child_text,
+    entry_of,
+    entry_text,
+    ordered,
+    tombstone_of,
+    tombstone_text,
+)
 from podium.dal import schema
 from podium.dal.client import Item, Tables
 
@@ -99,12 +116,12 @@ class CountTree:
         sets, removes = [], []
         if write.entry is not None:
             sets.append("#e.#m = :entry")
-            values[":entry"] = entry_value(write.entry)
+            values[":entry"] = {"S": entry_text(write.member, write.entry)}
         else:
             removes.append("#e.#m")
         if write.tombstone is not None:
             sets.append("#x.#m = :stone")
-            values[":stone"] = tombstone_value(write.tombstone)
+            values[":stone"] = {"S": tombstone_text(write.tombstone)}
         else:
             removes.append("#x.#m")
         for index, member in enumerate(write.drop):
@@ -119,7 +136,7 @@ class CountTree:
             )
             if part
         )
-        condition = _leaf_condition(write.expect, names, values)
+        condition = _leaf_condition(write.member, write.expect, names, values)
         done, item = self.tables.update_answering(
             self.key(board_id, period, write.leaf),
             expression,
@@ -140,10 +157,12 @@ class CountTree:
         sets, conditions = [], ["#lvl = :lvl"]
         for index, (lo, count) in enumerate(sorted(counts.items())):
             names[f"#k{index}"] = schema.TREE_CHILD + lo
-            values[f":c{index}"] = count_value(count)
-            values[f":s{index}"] = {"N": str(count.sv)}
+            values[f":c{index}"] = {"S": child_text(count)}
+            # the child's text starts with its state version, in an order of its own: an
+            # older one recorded is a text below this one's version (absent: none below)
+            values[f":s{index}"] = {"S": ordered(count.sv)}
             sets.append(f"#c.#k{index} = :c{index}")
-            conditions.append(f"#c.#k{index}.#sv < :s{index}")
+            conditions.append(f"#c.#k{index} < :s{index}")
         done, item = self.tables.update_answering(
             self.key(board_id, period, parent),
             f"SET {', '.join(sets)} ADD #sv :one",
@@ -236,7 +255,7 @@ def _partition(pk: str, keys_only: bool) -> dict[str, Any]:
     return request
 
 
-def _leaf_condition(expect: InOrder | int, names: dict[str, str], values: dict[str, Any]) -> str:
+def _leaf_condition(member: str, expect: InOrder | int, names: dict[str, str], values: dict[str, Any]) -> str:
     """The condition of a leaf write: the ``sv`` it was decided on; or what the usual order
     leaves, with the key it puts within the leaf's range (an entry is always within it)."""
     if isinstance(expect, int):
@@ -245,10 +264,8 @@ def _leaf_condition(expect: InOrder | int, names: dict[str, str], values: dict[s
     if expect.was is None:
         parts = ["attribute_exists(#e)", "attribute_not_exists(#e.#m)", "attribute_not_exists(#x.#m)"]
     else:
-        ci, v = expect.was.version
-        names.update({"#k": "k", "#ci": "c", "#v": "v"})
-        values.update({":wk": {"S": expect.was.key}, ":wc": {"N": str(ci)}, ":wv": {"N": str(v)}})
-        parts = ["#e.#m.#k = :wk", "#e.#m.#ci = :wc", "#e.#m.#v = :wv"]
+        values[":was"] = {"S": entry_text(member, expect.was)}
+        parts = ["#e.#m = :was"]
     if expect.key is not None:
         names.update({"#lo": "lo", "#hi": "hi"})
         values[":key"] = {"S": expect.key}
@@ -274,44 +291,21 @@ def tree_item(board_id: str, period: str, node: Node, expires: int | None, sprea
     if node.hi is not None:
         item["hi"] = {"S": node.hi}
     if isinstance(node, Leaf):
-        item["e"] = {"M": {m: entry_value(e) for m, e in node.entries.items()}}
-        item["x"] = {"M": {m: tombstone_value(t) for m, t in node.tombstones.items()}}
+        item["e"] = {"M": {m: {"S": entry_text(m, e)} for m, e in node.entries.items()}}
+        item["x"] = {"M": {m: {"S": tombstone_text(t)} for m, t in node.tombstones.items()}}
     else:
-        item["c"] = {"M": {schema.TREE_CHILD + lo: count_value(c) for lo, c in node.children.items()}}
+        item["c"] = {"M": {schema.TREE_CHILD + lo: {"S": child_text(c)} for lo, c in node.children.items()}}
     if expires is not None:
         item["ttl"] = {"N": str(expires)}
     return item
-
-
-def entry_value(entry: Entry) -> Item:
-    ci, v = entry.version
-    return {"M": {"k": {"S": entry.key}, "c": {"N": str(ci)}, "v": {"N": str(v)}}}
-
-
-def tombstone_value(stone: Tombstone) -> Item:
-    ci, v = stone.version
-    return {"M": {"c": {"N": str(ci)}, "v": {"N": str(v)}, "at": {"N": str(stone.at)}}}
-
-
-def count_value(count: Count) -> Item:
-    return {"M": {"n": {"N": str(count.n)}, "sv": {"N": str(count.sv)}}}
 
 
 def tree_node_from_item(item: Item) -> Node:
     lo, hi, sv = item["lo"]["S"], item["hi"]["S"] if "hi" in item else None, int(item["sv"]["N"])
     root = item["sk"]["S"] == schema.TREE_ROOT
     if "e" in item:
-        entries = {
-            m: Entry(e["M"]["k"]["S"], (int(e["M"]["c"]["N"]), int(e["M"]["v"]["N"])))
-            for m, e in item["e"]["M"].items()
-        }
-        stones = {
-            m: Tombstone((int(t["M"]["c"]["N"]), int(t["M"]["v"]["N"])), int(t["M"]["at"]["N"]))
-            for m, t in item.get("x", {}).get("M", {}).items()
-        }
+        entries = {m: entry_of(m, e["S"]) for m, e in item["e"]["M"].items()}
+        stones = {m: tombstone_of(t["S"]) for m, t in item.get("x", {}).get("M", {}).items()}
         return Leaf(lo, hi, sv, entries, stones, root)
-    children = {
-        name[len(schema.TREE_CHILD) :]: Count(int(c["M"]["n"]["N"]), int(c["M"]["sv"]["N"]))
-        for name, c in item["c"]["M"].items()
-    }
+    children = {name[len(schema.TREE_CHILD) :]: child_of(c["S"]) for name, c in item["c"]["M"].items()}
     return Inner(int(item["lvl"]["N"]), lo, hi, sv, children, root)
