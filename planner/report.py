@@ -8,13 +8,17 @@ from typing import Any
 
 from planner import bill as bills
 from planner import capacity
-from planner.capacity import Plan, Prices, Workload
+from planner.capacity import PLANNED_TREE, Plan, Prices, TreeShape, Workload
 
 
-def as_json(workload: Workload, prices: Prices, result: Plan) -> dict[str, Any]:
+def as_json(
+    workload: Workload, prices: Prices, result: Plan, tree: TreeShape = PLANNED_TREE
+) -> dict[str, Any]:
     whole = bills.bill(workload, result)
     return {
         "workload": asdict(workload),
+        "tree": asdict(tree),
+        "unitCosts": asdict(bills.unit_costs(result, prices)),
         "prices": {**asdict(prices), "region": capacity.PRICE_REGION, "asOf": capacity.PRICE_DATE},
         "plan": {**asdict(result), "monthly_cost": result.monthly_cost},
         "bill": {
@@ -61,7 +65,60 @@ def render_bill(workload: Workload, result: Plan) -> list[str]:
     ]
 
 
-def render(workload: Workload, prices: Prices, result: Plan) -> str:
+def upkeep_rows(w: Workload, p: Plan, tree: TreeShape) -> list[tuple[str, str]]:
+    """What the stream consumers write, and from what: the stream's shards and batch, the
+    count tree's writes at that batch, the head's writes."""
+    u = p.upkeep
+    return [
+        (
+            "stream shards, batch",
+            f"{u.stream_shards} (the streamed table's {u.streamed_wcu:,.0f} WCU/s); "
+            f"{u.batch_records:,.0f} of the board's records a batch",
+        ),
+        (
+            "count tree WCU per update",
+            f"{u.tree_far_wcu:.2f} far, {u.tree_near_wcu:.2f} near (leaves of {tree.leaf_entries}, "
+            f"{tree.children} children, {tree.node_wcu} WCU a node write)",
+        ),
+        (
+            "stream WCU per update",
+            f"{u.consumer_wcu:.2f} ({w.near_moves:.0%} of the updates near, the rest far, and the "
+            "notifier's mark: docs/capacity.md)",
+        ),
+        (
+            "head writes/s",
+            f"{u.head_writes_per_s:,.2f} of {u.head_item_wcu} WCU, to the primary"
+            + (f" and {u.head_copies} copies" if u.head_copies else " alone"),
+        ),
+    ]
+
+
+def unit_rows(load: bills.Load, prices: Prices) -> list[tuple[str, str]]:
+    """Dollars per million changes and reads, DynamoDB's part, both ways it is billed."""
+    units = bills.unit_costs(load, prices)
+
+    def row(label: str, cost: bills.UnitCost, amount: str) -> tuple[str, str]:
+        return label, f"${cost.on_demand:,.4f} on demand, ${cost.provisioned:,.4f} provisioned ({amount})"
+
+    return [
+        row("a million far changes", units.far_change, f"{load.far_change_wcu:.2f} WCU each"),
+        row("a million near changes", units.near_change, f"{load.near_change_wcu:.2f} WCU each"),
+        row("a million top reads", units.top_read, f"{load.top_read_rcu:.3f} RCU each on average"),
+        row("a million rank reads", units.rank_read, f"{load.rank_read_rcu:.3f} RCU each on average"),
+    ]
+
+
+def render_units(load: bills.Load, prices: Prices) -> list[str]:
+    rows = unit_rows(load, prices)
+    width = max(len(label) for label, _ in rows)
+    return [
+        "",
+        "unit costs (DynamoDB; the front door, Lambda and data out come on top of each request):",
+        *(f"{label:<{width}}  {value}" for label, value in rows),
+    ]
+
+
+def render(workload: Workload, prices: Prices, result: Plan, tree: TreeShape = PLANNED_TREE) -> str:
     p = result
     safety = workload.safety
     rows: list[tuple[str, str]] = [
@@ -80,11 +137,7 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
             f"({p.index_wcu_per_shard / capacity.PARTITION_WCU_PER_S:.0%})",
         ),
         ("updates/s these shards take", f"{p.max_writes_per_s:,.0f} (at {safety:.0%} of a partition)"),
-        (
-            "stream WCU per update",
-            f"{capacity.stream_wcu_per_update(workload.near_moves):.2f} "
-            f"({workload.near_moves:.0%} of the updates near, the rest far: docs/capacity.md)",
-        ),
+        *upkeep_rows(workload, p, tree),
         ("table WCU/s", f"{p.table_wcu:,.0f}"),
         ("index (GSI) WCU/s", f"{p.index_wcu:,.0f}"),
         ("table RCU/s", f"{p.table_rcu:,.0f}"),
@@ -118,9 +171,13 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
         ("instances the reads keep busy", f"{p.read_instances:,.0f} (each keeps its own board, head, root)"),
         (
             "head item RCU/s",
-            f"{p.head_item_rcu:,.0f} over {capacity.HEAD_COPIES} copies: {p.head_copy_rcu:,.0f} "
-            f"of {capacity.PARTITION_RCU_PER_S:,} each "
-            f"({p.head_copy_rcu / capacity.PARTITION_RCU_PER_S:.0%})",
+            (
+                f"{p.head_item_rcu:,.0f} over {p.upkeep.head_copies} copies: {p.head_copy_rcu:,.0f} "
+                f"of {capacity.PARTITION_RCU_PER_S:,} each "
+                f"({p.head_copy_rcu / capacity.PARTITION_RCU_PER_S:.0%})"
+            )
+            if p.upkeep.head_copies
+            else f"{p.head_item_rcu:,.0f} (the primary alone, on the board's partition)",
         ),
         ("top read: RCU each", f"{p.top_rcu_per_read:g} ({p.top_reads_to_dynamodb:,.0f}/s reach DynamoDB)"),
         ("rank read: RCU each", f"{p.rank_rcu_per_read:g} (naive COUNT: {p.naive_rank_rcu_per_read:,.1f})"),
@@ -138,5 +195,6 @@ def render(workload: Workload, prices: Prices, result: Plan) -> str:
         f"\nprices: {capacity.PRICE_REGION}, on-demand, Standard table class, as of {capacity.PRICE_DATE}"
     )
     lines.extend(render_bill(workload, p))
+    lines.extend(render_units(p, prices))
     lines.extend(f"warning: {warning}" for warning in p.warnings)
     return "\n".join(lines)
