@@ -3,12 +3,14 @@ plan`` prints one or the other (cli/podium_cli/plan.py)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
+from planner import alternatives, capacity
 from planner import bill as bills
-from planner import capacity
 from planner.capacity import PLANNED_TREE, Plan, Prices, TreeShape, Workload
+from planner.compare import Side
 
 
 def as_json(
@@ -198,3 +200,105 @@ def render(workload: Workload, prices: Prices, result: Plan, tree: TreeShape = P
     lines.extend(render_units(p, prices))
     lines.extend(f"warning: {warning}" for warning in p.warnings)
     return "\n".join(lines)
+
+
+def money(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def rate(value: float) -> str:
+    """A break-even rate: changes a second, or never / always."""
+    if value == 0:
+        return "never"
+    if value == float("inf"):
+        return "always"
+    return f"{value:,.1f}/s"
+
+
+def compare_rows(sides: list[Side]) -> list[tuple[str, list[str]]]:
+    """The rows of the side-by-side table, one column a workload."""
+
+    def units(pick: str) -> list[str]:
+        costs = [getattr(s.unit_costs, pick) for s in sides]
+        return [f"${c.on_demand:,.4f} / ${c.provisioned:,.4f}" for c in costs]
+
+    return [
+        ("score changes/s", [f"{s.writes_per_s:,.0f}" for s in sides]),
+        ("reads/s", [f"{s.reads_per_s:,.0f}" for s in sides]),
+        ("DynamoDB on demand, a month", [money(s.dynamodb_on_demand) for s in sides]),
+        ("DynamoDB provisioned, a month", [money(s.dynamodb_provisioned) for s in sides]),
+        ("a million far changes (od / prov)", units("far_change")),
+        ("a million near changes", units("near_change")),
+        ("a million top reads", units("top_read")),
+        ("a million rank reads", units("rank_read")),
+        (
+            f"ElastiCache {alternatives.NODES} x {alternatives.NODE_TYPE}",
+            [money(s.node_cluster) for s in sides],
+        ),
+        ("ElastiCache Serverless (Valkey)", [money(s.serverless) for s in sides]),
+        (
+            "Podium cheaper than the nodes below",
+            [
+                f"{rate(s.versus_node_cluster.on_demand)} / {rate(s.versus_node_cluster.provisioned)}"
+                for s in sides
+            ],
+        ),
+        (
+            "Podium cheaper than Serverless below",
+            [
+                f"{rate(s.versus_serverless.on_demand)} / {rate(s.versus_serverless.provisioned)}"
+                for s in sides
+            ],
+        ),
+    ]
+
+
+def render_compare(sides: list[Side], tree: TreeShape = PLANNED_TREE) -> str:
+    """Both workloads side by side, what each is, and what the figures assume."""
+    rows = [("", [s.name for s in sides]), *compare_rows(sides)]
+    width = max(len(label) for label, _ in rows)
+    columns = [max(len(cells[i]) for _, cells in rows) for i in range(len(sides))]
+    lines = [
+        "Podium's DynamoDB beside a Redis sorted set in ElastiCache, the data tier alone "
+        f"({capacity.PRICE_REGION} list prices; ElastiCache as read on {alternatives.PRICE_DATE}):",
+        "",
+        *(
+            f"{label:<{width}}  " + "  ".join(f"{cell:>{w}}" for cell, w in zip(cells, columns, strict=True))
+            for label, cells in rows
+        ),
+        "",
+        *(f"{s.name}: {s.label}; {s.verdict}" for s in sides),
+        "unit costs: on demand / provisioned (auto scaling at "
+        f"{bills.AUTOSCALING_TARGET:.0%}); break-even rates: changes a second, the reads scaled "
+        "with them, on demand / provisioned",
+        f"count tree: leaves of {tree.leaf_entries}, {tree.children} children, {tree.node_wcu} WCU "
+        "a node write (planner.capacity.PLANNED_TREE)",
+    ]
+    return "\n".join(lines)
+
+
+def compare_json(sides: list[Side], tree: TreeShape = PLANNED_TREE) -> dict[str, Any]:
+    return {
+        "tree": asdict(tree),
+        "alternatives": {
+            "asOf": alternatives.PRICE_DATE,
+            "region": capacity.PRICE_REGION,
+            "nodeType": alternatives.NODE_TYPE,
+            "nodes": alternatives.NODES,
+            "nodeHour": alternatives.NODE_HOUR,
+            "serverlessEcpuPerMillion": alternatives.SERVERLESS_ECPU_PER_MILLION,
+            "serverlessGbHour": alternatives.SERVERLESS_GB_HOUR,
+            "serverlessMinGb": alternatives.SERVERLESS_MIN_GB,
+        },
+        "workloads": [finite(asdict(s)) for s in sides],
+    }
+
+
+def finite(document: Any) -> Any:
+    """The document with every infinite number (a break-even Podium always wins) as None:
+    JSON has no infinity."""
+    if isinstance(document, dict):
+        return {key: finite(value) for key, value in document.items()}
+    if isinstance(document, float) and math.isinf(document):
+        return None
+    return document

@@ -537,7 +537,7 @@ def test_a_board_s_head_is_as_small_as_its_entries_and_has_the_copies_its_reads_
     assert capacity.head_copies(100_000, 0) == capacity.HEAD_COPIES
 
 
-def test_cli_prints_the_unit_costs(capsys):
+def test_cli_prints_the_unit_costs_and_both_workloads(capsys):
     assert main(["--writes", "5000", "--reads", "20000", "--members", "1000000", "--k", "100"]) == 0
     out = capsys.readouterr().out
     assert "a million far changes" in out
@@ -545,3 +545,12 @@ def test_cli_prints_the_unit_costs(capsys):
     assert main(["--writes", "5000", "--members", "10", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert set(document["unitCosts"]) == {"far_change", "near_change", "top_read", "rank_read"}
+    assert main(["--compare"]) == 0
+    out = capsys.readouterr().out
+    assert "hot board" in out
+    assert "quiet boards" in out
+    assert "ElastiCache Serverless (Valkey)" in out
+    assert main(["--compare", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [w["name"] for w in document["workloads"]] == ["hot board", "quiet boards"]
+    assert main(["--reads", "10"]) != 0  # a plan needs --writes and --members, or --compare
