@@ -16,6 +16,7 @@ from podium_cli.output import print_line
 DEFAULT_RANK_FRACTION = 0.2  # of --reads, the share that are rank reads; the rest are top reads
 WORKLOAD = "Workload (one board)"
 QUIET = "Quiet boards (--compare)"
+TREE = "Count tree layout (planner.capacity.PLANNED_TREE unless given)"
 PRICES = f"Prices (USD, {capacity.PRICE_REGION}, on-demand, as of {capacity.PRICE_DATE})"
 
 
@@ -89,6 +90,15 @@ def plan_command(
     price_cache: Annotated[
         float, typer.Option(help="API cache, per hour", rich_help_panel=PRICES)
     ] = capacity.CACHE_PRICE_PER_HOUR,
+    leaf_entries: Annotated[
+        int, typer.Option(min=1, help="Entries a leaf holds as built", rich_help_panel=TREE)
+    ] = capacity.PLANNED_TREE.leaf_entries,
+    children: Annotated[
+        int, typer.Option(min=2, help="Children an inner node holds as built", rich_help_panel=TREE)
+    ] = capacity.PLANNED_TREE.children,
+    node_wcu: Annotated[
+        int, typer.Option(min=1, help="WCU of one write of a node", rich_help_panel=TREE)
+    ] = capacity.PLANNED_TREE.node_wcu,
     json_output: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
     side_by_side: Annotated[
         bool,
@@ -142,16 +152,19 @@ def plan_command(
         near_moves=near_moves,
     )
     prices = Prices(price_write, price_read, price_storage, price_cache)
+    tree = capacity.TreeShape(leaf_entries, children, node_wcu)
     if side_by_side:
         quiet = fleet.Fleet(
             boards, smallest, max(smallest, largest), fleet_writes, fleet_reads, rank_fraction
         )
-        sides = compare.compare(workload, quiet, prices)
-        print_line(json.dumps(compare_json(sides), indent=2) if json_output else render_compare(sides))
+        sides = compare.compare(workload, quiet, prices, tree)
+        print_line(
+            json.dumps(compare_json(sides, tree), indent=2) if json_output else render_compare(sides, tree)
+        )
         return
-    result = capacity.plan(workload, prices)
+    result = capacity.plan(workload, prices, tree)
     if json_output:
         # The plan's figures are estimates in floats, not scores: the standard encoder is right.
-        print_line(json.dumps(as_json(workload, prices, result), indent=2))
+        print_line(json.dumps(as_json(workload, prices, result, tree), indent=2))
     else:
-        print_line(render(workload, prices, result))
+        print_line(render(workload, prices, result, tree))

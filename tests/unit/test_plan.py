@@ -554,3 +554,12 @@ def test_cli_prints_the_unit_costs_and_both_workloads(capsys):
     document = json.loads(capsys.readouterr().out)
     assert [w["name"] for w in document["workloads"]] == ["hot board", "quiet boards"]
     assert main(["--reads", "10"]) != 0  # a plan needs --writes and --members, or --compare
+
+
+def test_cli_takes_the_tree_s_layout(capsys):
+    # The old layout given on the command line: the reference's far move in batches of 1,000
+    args = ["--writes", "5000", "--members", "1000000", "--json"]
+    assert main([*args, "--leaf-entries", "18", "--children", "24", "--node-wcu", "2"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["tree"] == {"leaf_entries": 18, "children": 24, "node_wcu": 2}
+    assert document["plan"]["upkeep"]["tree_far_wcu"] == pytest.approx(6.81, abs=0.01)
