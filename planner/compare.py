@@ -30,6 +30,36 @@ class BreakEven:
 
 
 @dataclass(frozen=True)
+class BoardFigures:
+    """One size of board in a workload: how many, and what one change and one read cost."""
+
+    members: int
+    boards: int
+    batch_records: float
+    head_copies: int
+    tree_far_wcu: float  # the count tree's share of a far change
+    tree_near_wcu: float
+    far_change_wcu: float
+    top_read_rcu: float
+    rank_read_rcu: float
+
+    @classmethod
+    def of(cls, boards: int, p: capacity.Plan, members: int) -> BoardFigures:
+        u = p.upkeep
+        return cls(
+            members,
+            boards,
+            u.batch_records,
+            u.head_copies,
+            u.tree_far_wcu,
+            u.tree_near_wcu,
+            p.far_change_wcu,
+            p.top_read_rcu,
+            p.rank_read_rcu,
+        )
+
+
+@dataclass(frozen=True)
 class Side:
     """One workload: what Podium's DynamoDB and the two alternatives cost it a month."""
 
@@ -44,6 +74,7 @@ class Side:
     serverless: float
     versus_node_cluster: BreakEven
     versus_serverless: BreakEven
+    boards: list[BoardFigures]
 
     @property
     def verdict(self) -> str:
@@ -105,6 +136,7 @@ def side(
     load: bill.Load,
     commands: Callable[[float], alternatives.Commands],
     prices: Prices,
+    boards: list[BoardFigures],
 ) -> Side:
     """One workload at ``writes_per_s``: ``dynamodb(rate)`` and ``commands(rate)`` give its
     bill and its Redis commands at any write rate (reads in proportion)."""
@@ -122,30 +154,35 @@ def side(
         serverless=alternatives.serverless_monthly(c),
         versus_node_cluster=break_evens(dynamodb, lambda _: alternatives.node_cluster_monthly()),
         versus_serverless=break_evens(dynamodb, lambda r: alternatives.serverless_monthly(commands(r))),
+        boards=boards,
     )
 
 
 def hot_side(w: Workload, prices: Prices, tree: TreeShape) -> Side:
+    p = capacity.plan(w, prices, tree)
     return side(
         "hot board",
         f"one board of {w.members:,} members: the case where a cache cluster is far cheaper",
         w.writes_per_s,
         lambda r: board_bill(scaled(w, r), prices, tree),
-        capacity.plan(w, prices, tree),
+        p,
         lambda r: board_commands(scaled(w, r)),
         prices,
+        [BoardFigures.of(1, p, w.members)],
     )
 
 
 def quiet_side(f: fleet.Fleet, prices: Prices, tree: TreeShape) -> Side:
+    planned = fleet.plan_fleet(f, prices, tree)
     return side(
         "quiet boards",
         f"{f.boards:,} boards of {f.smallest:,} to {f.largest:,} members, each its own rates",
         f.writes_per_s,
         lambda r: fleet_bill(f.scaled(r), prices, tree),
-        fleet.plan_fleet(f, prices, tree),
+        planned,
         lambda r: fleet_commands(f.scaled(r)),
         prices,
+        [BoardFigures.of(n, p, m) for (n, p), m in zip(planned.classes, f.sizes(), strict=True)],
     )
 
 

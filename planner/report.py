@@ -268,6 +268,16 @@ def render_compare(sides: list[Side], tree: TreeShape = PLANNED_TREE) -> str:
         ),
         "",
         *(f"{s.name}: {s.label}; {s.verdict}" for s in sides),
+        "",
+        "per board: a far change's WCU, a top's and a rank's RCU, its records a batch, its head's copies:",
+        *(
+            f"  {s.name}, {b.boards:,} of {b.members:,} members: {b.far_change_wcu:.2f} WCU, "
+            f"{b.top_read_rcu:.3f} and {b.rank_read_rcu:.3f} RCU, {b.batch_records:,.0f} a batch, "
+            f"{b.head_copies} copies"
+            for s in sides
+            for b in s.boards
+        ),
+        "",
         "unit costs: on demand / provisioned (auto scaling at "
         f"{bills.AUTOSCALING_TARGET:.0%}); break-even rates: changes a second, the reads scaled "
         "with them, on demand / provisioned",

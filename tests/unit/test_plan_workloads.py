@@ -110,3 +110,12 @@ def test_break_even_says_never_and_always():
     assert alternatives.break_even(lambda r: 10 + r, lambda r: 5 + r) == 0
     assert alternatives.break_even(lambda r: r, lambda r: 1 + 2 * r) == float("inf")
     assert alternatives.break_even(lambda r: 2 * r, lambda r: 100.0) == pytest.approx(50, rel=0.001)
+
+
+def test_the_comparison_shows_each_board_size():
+    hot, quiet = compare.compare(tree=SHAPE)
+    assert [(b.members, b.boards) for b in hot.boards] == [(1_000_000, 1)]
+    assert [b.members for b in quiet.boards] == QUIET.sizes()
+    assert [b.far_change_wcu for b in quiet.boards] == pytest.approx([8, 10, 10, 12, 12])
+    assert [b.tree_far_wcu for b in quiet.boards] == pytest.approx([3, 3, 3, 4, 4])
+    assert hot.boards[0].batch_records == 1_000
