@@ -563,3 +563,20 @@ def test_cli_takes_the_tree_s_layout(capsys):
     document = json.loads(capsys.readouterr().out)
     assert document["tree"] == {"leaf_entries": 18, "children": 24, "node_wcu": 2}
     assert document["plan"]["upkeep"]["tree_far_wcu"] == pytest.approx(6.81, abs=0.01)
+
+
+def test_the_model_s_levels_are_the_measured_breakdown():
+    # Given the old layout's far moves on 1,000,000 members in batches of 100: make
+    # bench-treewrites' 9.58 WCU a record split as two leaves 4.0, level 1 3.85, level 2
+    # 1.68 and the rest 0.1 (issue 25)
+    old = capacity.OLD_TREE
+    levels = capacity.tree_levels(1_000_000, old.leaf_entries, old.children)
+    touches = capacity.far_touches(levels)
+    per_level = [
+        capacity.distinct_nodes(n, t, 100) / 100 * old.node_wcu for n, t in zip(levels, touches, strict=True)
+    ]
+    # Then the model's levels: 3.99, 3.83, 1.70 and 0.12 above
+    assert per_level[:3] == pytest.approx([3.99, 3.83, 1.70], abs=0.01)
+    assert sum(per_level[3:]) == pytest.approx(0.12, abs=0.01)
+    for model, measured in zip(per_level[:3], (4.0, 3.85, 1.68), strict=True):
+        assert model == pytest.approx(measured, abs=0.05)
