@@ -580,3 +580,13 @@ def test_the_model_s_levels_are_the_measured_breakdown():
     assert sum(per_level[3:]) == pytest.approx(0.12, abs=0.01)
     for model, measured in zip(per_level[:3], (4.0, 3.85, 1.68), strict=True):
         assert model == pytest.approx(measured, abs=0.05)
+
+
+def test_the_planner_s_head_is_the_service_s():
+    # The keys a head holds and how far its ladder reaches: the head's size and whether a
+    # change on a small board rewrites it follow from them
+    from podium import head
+
+    assert capacity.HEAD_KEYS == head.CAPACITY
+    assert capacity.HEAD_LADDER_REACH == head.LADDER_REACH
+    assert capacity.LADDER_STEP == head.LADDER_STEP
