@@ -10,7 +10,9 @@ PORT      ?= 3000
 PYTHON    ?= python3.11
 PYTEST_ARGS ?=
 
-export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
+# cli/ and clients/python are installed editable into the venv too; named here as well so that a
+# second checkout (a git worktree) sharing one venv runs its own, not the venv's first checkout's
+export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR):$(CURDIR)/cli:$(CURDIR)/clients/python
 # SAM CLI: no telemetry, no update checks; nothing here needs the network but pip/npm.
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1

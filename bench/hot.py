@@ -366,7 +366,7 @@ def section(hot: dict[str, Any], table: Any) -> list[str]:
         )
         + " (DynamoDB Local's consumed capacity): the cheap end, as this board's updates crowd into a few "
         "leaves at the top; a big board's updates that land anywhere cost more (`make bench-treewrites`, "
-        "docs/capacity.md: the planner's `TREE_WCU_FAR_MOVE`).",
+        "docs/capacity.md: the planner's model of the count tree's writes).",
         "",
         "This machine serves a few hundred reads a second in all; on AWS a hot board's instances "
         "number about its read rate times the time a read takes, and each reads the kept items as "

@@ -1,6 +1,7 @@
 """``make bench-treewrites``: what the stream consumer writes for one score change on a
 board much larger than a batch, where a batch's changes rarely share a node of the count
-tree (the planner's ``TREE_WCU_FAR_MOVE`` and ``TREE_WCU_NEAR_MOVE``).
+tree (what the planner's model of the tree's writes must reproduce: ``planner.capacity``'s
+``MEASURED_OLD_FAR_WCU`` and ``MEASURED_OLD_NEAR_WCU`` for the layout it measured).
 
     python -m bench.treewrites [--members 1000000] [--changes 1000] [--batches 1,100,1000]
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from planner import capacity
-from planner.capacity import Plan, Workload
+from planner.capacity import Prices, Workload
 
 PRICE_DATE = "2026-11-25"
 HOURS_PER_MONTH = 730
@@ -49,6 +50,38 @@ REQUEST_BYTES = 1_200
 WCU_HOUR = 0.00065
 RCU_HOUR = 0.00013
 AUTOSCALING_TARGET = 0.7  # auto scaling's target utilisation: it provisions the load / 0.7
+# A unit consumed each second for a month, provisioned at the target, costs the unit-hours of
+# the month / 0.7: per million units consumed, the hour's price / 3,600 / 0.7 x 10^6.
+PROVISIONED_WCU_PER_MILLION = WCU_HOUR / 3_600 / AUTOSCALING_TARGET * 1e6
+PROVISIONED_RCU_PER_MILLION = RCU_HOUR / 3_600 / AUTOSCALING_TARGET * 1e6
+
+
+class Load(Protocol):
+    """What the bill reads of a plan: one board's (``capacity.Plan``) or many boards'
+    (``fleet.FleetPlan``)."""
+
+    @property
+    def table_wcu(self) -> float: ...
+    @property
+    def index_wcu(self) -> float: ...
+    @property
+    def table_rcu(self) -> float: ...
+    @property
+    def index_rcu(self) -> float: ...
+    @property
+    def monthly_write_cost(self) -> float: ...
+    @property
+    def monthly_read_cost(self) -> float: ...
+    @property
+    def monthly_storage_cost(self) -> float: ...
+    @property
+    def far_change_wcu(self) -> float: ...
+    @property
+    def near_change_wcu(self) -> float: ...
+    @property
+    def top_read_rcu(self) -> float: ...
+    @property
+    def rank_read_rcu(self) -> float: ...
 
 
 def tiered(amount: float, tiers: Sequence[tuple[float, float]], unit: float = 1.0) -> float:
@@ -100,7 +133,7 @@ def response_bytes(w: Workload) -> float:
     )
 
 
-def bill(w: Workload, p: Plan) -> Bill:
+def bill(w: Workload, p: Load) -> Bill:
     seconds = capacity.SECONDS_PER_MONTH
     per_s = w.top_reads_per_s + w.rank_reads_per_s + w.writes_per_s + w.events_per_s
     requests = per_s * seconds
@@ -140,4 +173,43 @@ def bill(w: Workload, p: Plan) -> Bill:
         dynamodb_on_demand=on_demand_requests + p.monthly_storage_cost,
         dynamodb_provisioned=provisioned + p.monthly_storage_cost,
         provisioned_break_even=provisioned / on_demand_requests if on_demand_requests else 0.0,
+    )
+
+
+@dataclass(frozen=True)
+class UnitCost:
+    """Dollars a million of something, DynamoDB's part, both ways it is billed."""
+
+    on_demand: float
+    provisioned: float  # at AUTOSCALING_TARGET, for a steady load
+
+
+@dataclass(frozen=True)
+class UnitCosts:
+    """What a million score changes and a million reads cost in DynamoDB: every write of a
+    change (item, index, the consumers at the batches the stream delivers, its share of the
+    head's), and a read's units with what the instances keep."""
+
+    far_change: UnitCost
+    near_change: UnitCost
+    top_read: UnitCost
+    rank_read: UnitCost
+
+
+def unit_costs(p: Load, prices: Prices | None = None) -> UnitCosts:
+    """A million of each at the plan's units apiece: WCU at the write price (on demand) or
+    at PROVISIONED_WCU_PER_MILLION, RCU likewise."""
+    prices = prices or Prices()
+
+    def writes(wcu: float) -> UnitCost:
+        return UnitCost(wcu * prices.write_per_million, wcu * PROVISIONED_WCU_PER_MILLION)
+
+    def reads(rcu: float) -> UnitCost:
+        return UnitCost(rcu * prices.read_per_million, rcu * PROVISIONED_RCU_PER_MILLION)
+
+    return UnitCosts(
+        far_change=writes(p.far_change_wcu),
+        near_change=writes(p.near_change_wcu),
+        top_read=reads(p.top_read_rcu),
+        rank_read=reads(p.rank_read_rcu),
     )

@@ -31,35 +31,31 @@ INDEX_WCU_PER_UPDATE = 2  # the index deletes the old entry and puts the new one
 # index's put (1), then the old key removed (1) and the old index's delete (1);
 # `make bench-reshard` measures it (docs/capacity.md, "Re-sharding").
 RESHARD_WCU_PER_MEMBER = 4
-# measured: the stream consumer's writes for one score change (the count tree's leaf writes
-# and reports, the counts, the head) on a board much larger than a batch:
-# `make bench-treewrites` (bench/treewrites.py: 1,000,000 members, 1,000 changes of each
-# kind; docs/capacity.md, "What a score change writes"). A far move (a random new score:
-# the member changes leaves) writes two leaves of 1 to 2 KB and a report a level up each
-# side: 16.1 WCU a record applied alone, 9.6 in batches of 100, 6.8 in batches of 1,000
-# (the reports of a batch share the upper levels). A near move (one point up: the member
-# stays in its leaf) writes its leaf: 2.5. The planner takes batches of 100: at thousands
-# of updates a second the table's partitions, and its stream's shards, number in the tens,
-# each handing the consumer a hundred or so records a second. Changes that crowd into the
-# same nodes cost less (`make bench`'s hot board, two thirds of its changes into or out
-# of the top: about 2 WCU a record).
-TREE_WCU_FAR_MOVE = 9.6
-TREE_WCU_NEAR_MOVE = 2.5
+# The stream consumer's writes for one score change come from a model of the count tree
+# (``TreeShape``, ``tree_far_wcu``, ``tree_near_wcu`` below), at the batch the stream
+# delivers (``stream_shards``, ``batch_records``). docs/capacity.md, "What a score change
+# writes", has the model and the measurements it reproduces.
 # the notifier's mark of each score record judged for the leader (under 1 KB), so that a
 # record delivered again is not judged again (docs/streams.md)
 NOTIFIER_WCU_PER_UPDATE = 1
 # estimate: share of score changes that move a key into, out of or within the head and its
-# ladder (the top 1,536), each of which rewrites the head item.
+# ladder (the top 1,536), each of which rewrites the head item, on a board larger than the
+# ladder's reach; on a board within it every change moves a key or a ladder count of the
+# head (``head_change_fraction``).
 HEAD_CHANGE_FRACTION = 0.1
-# estimate: the aggregator writes a board's head at most once a batch; batches reach it
-# about once a second from each of ~10 stream shards.
-HEAD_WRITES_MAX_PER_S = 10.0
 # estimate: 128 sort keys and 88 ladder samples, compressed (1.8 KB with 14-character
-# member ids, 5.9 KB with 36-character UUIDs: `make bench`, docs/benchmarks.md)
+# member ids, 5.9 KB with 36-character UUIDs: `make bench`, docs/benchmarks.md). A board's
+# head holds at most that: a smaller board's head holds its keys and the ladder samples it
+# has, HEAD_ENTRY_BYTES each (4 KB over 128 + 88 entries) and HEAD_FIXED_BYTES more.
 HEAD_ITEM_BYTES = 4_096
+HEAD_ENTRY_BYTES = 18
+HEAD_FIXED_BYTES = 100
+HEAD_LADDER_REACH = 1_536  # podium.head.LADDER_REACH: the ladder samples down to here
 # podium.dal.schema.HEAD_COPIES: the head's copies, each on a partition key of its own
 # (H#{board}#{copy}), which top reads read instead of the primary head on B#{board}; every
-# head write puts the primary and then each copy (1 + HEAD_COPIES item writes).
+# head write puts the primary and then each copy (1 + copies item writes). The planner
+# gives a board as many of them as its reads need (``head_copies``: a quiet board's primary
+# alone), at most these.
 HEAD_COPIES = 4
 INDEX_KEY_BYTES = 100  # estimate: one KEYS_ONLY index entry as a query reads it
 # The board item and the period's count, eventually consistent, 0.5 each. An all-time board
@@ -86,6 +82,39 @@ TREE_SPREAD = 64
 # The nodes just under the root are the busiest below it, and are hashed like the others:
 # the planner counts as many of them on one key as can share one but with a chance under this.
 TREE_CROWDING_CHANCE = 0.01
+
+
+# -- The count tree's writes (docs/capacity.md, "What a score change writes") -------------
+@dataclass(frozen=True)
+class TreeShape:
+    """What the count tree's writes depend on: the entries a leaf holds and the children an
+    inner node holds as a build lays them out, and the WCU one write of a node costs."""
+
+    leaf_entries: int
+    children: int
+    node_wcu: int
+
+
+# The layout `make bench-treewrites` measured on 2026-11-29 (1,000,000 members, the tree as
+# a build lays it out: leaves of 18 entries and inner nodes of 24 children, 3/4 of 24 and 32;
+# every node 1 to 2 KB, so 2 WCU a write) and its figures, WCU a record by batch size. The
+# model must reproduce them (tests/unit/test_plan.py); the planner does not plan with them.
+OLD_TREE = TreeShape(leaf_entries=18, children=24, node_wcu=2)
+MEASURED_OLD_FAR_WCU = {1: 16.13, 100: 9.58, 1_000: 6.83}
+MEASURED_OLD_NEAR_WCU = {1: 2.50, 100: 2.52, 1_000: 2.56}
+# The compact layout the planner plans with (issue 25: every node at most 1 KB, so 1 WCU a
+# write, with more entries and children a node). ASSUMED, not measured: leaves of 20 entries
+# and inner nodes of 36 children as a build lays them out. `make bench-treewrites` on the
+# compact layout replaces these three numbers; nothing else in the planner needs changing.
+PLANNED_TREE = TreeShape(leaf_entries=20, children=36, node_wcu=1)
+
+# -- The stream's batches (template.yaml: the AggregatorFunction's event source) ----------
+STREAM_BATCH_SIZE = 1_000  # BatchSize: the most records one batch holds
+STREAM_BATCH_WINDOW_S = 1.0  # MaximumBatchingWindowInSeconds: how long a shard gathers a batch
+# A table's stream has about one shard per table partition, and a partition takes
+# PARTITION_WCU_PER_S. Only the score items (1 WCU a change), the event log and the profiles
+# are on the streamed table: the derived items (count tree, heads, counts, marks, leader,
+# inbox) are on a second table without a stream, so their writes make no stream shards.
 
 # -- What each function instance keeps (podium.recent; docs/capacity.md, "Hot boards") ------
 READ_CACHE_SECONDS = 1.0  # the template's ReadCacheSeconds: the board, count, tree root
@@ -143,15 +172,21 @@ class Workload:
     safety: float = SAFETY_FRACTION
     read_cache_s: float = READ_CACHE_SECONDS  # ReadCacheSeconds (0: every read reads the board)
     # of the score updates, the share that leave the member in its leaf of the count tree
-    # (small increments on a big board); the rest move far (TREE_WCU_FAR_MOVE)
+    # (small increments on a big board); the rest move far (``tree_far_wcu``)
     near_moves: float = 0.0
+    # score changes a second of all the boards whose records share the table's stream, which
+    # sets its shards and so the board's batches (None: this board's alone)
+    table_writes_per_s: float | None = None
+    # warm instances serving this board's reads, each keeping its own copies (None: as many
+    # as the board's own reads keep busy; many boards share the instances of all their reads)
+    instances: float | None = None
 
 
-def stream_wcu_per_update(near_moves: float) -> float:
+def stream_wcu_per_update(near_moves: float, far_wcu: float, near_wcu: float) -> float:
     """What the stream consumers write for a score update, when ``near_moves`` of them
-    stay in their leaf of the count tree and the rest move far: the aggregator's share and
-    the notifier's mark."""
-    tree = near_moves * TREE_WCU_NEAR_MOVE + (1 - near_moves) * TREE_WCU_FAR_MOVE
+    stay in their leaf of the count tree (``near_wcu`` each) and the rest move far
+    (``far_wcu``): the aggregator's share and the notifier's mark."""
+    tree = near_moves * near_wcu + (1 - near_moves) * far_wcu
     return tree + NOTIFIER_WCU_PER_UPDATE
 
 
@@ -161,6 +196,21 @@ class Prices:
     read_per_million: float = READ_PRICE_PER_MILLION
     storage_per_gb_month: float = STORAGE_PRICE_PER_GB_MONTH
     cache_per_hour: float = CACHE_PRICE_PER_HOUR
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    """What keeping a board costs its stream consumers, at the batches its stream delivers."""
+
+    streamed_wcu: float  # WCU/s of the table with the stream: score items and the event log
+    stream_shards: int
+    batch_records: float  # the board's records in one batch of the aggregator
+    tree_far_wcu: float  # the count tree's WCU for one far move in such a batch
+    tree_near_wcu: float  # and for one near move
+    consumer_wcu: float  # both consumers' WCU a change, for the board's mix: the tree and the mark
+    head_writes_per_s: float
+    head_item_wcu: int  # one write of the head item (the primary, or a copy)
+    head_copies: int  # besides the primary: as many as the board's reads need
 
 
 @dataclass(frozen=True)
@@ -192,12 +242,18 @@ class Plan:
     monthly_read_cost: float
     monthly_storage_cost: float
     monthly_cache_cost: float
+    upkeep: Upkeep
+    far_change_wcu: float  # every write of one far change: item, index, consumers, its share of the head's
+    near_change_wcu: float  # the same for a change that stays in its leaf
+    top_read_rcu: float  # one top read's RCU on average, with what the instances keep
+    rank_read_rcu: float  # one rank's, likewise
     warnings: list[str] = field(default_factory=list)
 
     @property
     def head_copy_rcu(self) -> float:
-        """One copy's share of the head's reads (each copy has a partition key of its own)."""
-        return self.head_item_rcu / HEAD_COPIES
+        """One copy's share of the head's reads (each copy has a partition key of its own; with
+        no copies, the primary's, on the board's partition)."""
+        return self.head_item_rcu / max(1, self.upkeep.head_copies)
 
     @property
     def monthly_cost(self) -> float:
@@ -241,12 +297,108 @@ def top_from_index_rcu(k: int, shards: int) -> float:
     return VIEW_RCU + HEAD_ITEM_RCU + shards * query_rcu(keys / shards)
 
 
-def tree_levels(members: int) -> list[int]:
-    """The nodes of each level of a board's count tree, from the leaves up to the root."""
-    levels = [max(1, math.ceil(members / TREE_LEAF_MEMBERS))]
+def tree_levels(members: int, leaf: int = TREE_LEAF_MEMBERS, fanout: int = TREE_FANOUT) -> list[int]:
+    """The nodes of each level of a board's count tree, from the leaves up to the root
+    (leaves of ``leaf`` members, ``fanout`` children a node: the service's layout unless
+    told another)."""
+    levels = [max(1, math.ceil(members / leaf))]
     while levels[-1] > 1:
-        levels.append(math.ceil(levels[-1] / TREE_FANOUT))
+        levels.append(math.ceil(levels[-1] / fanout))
     return levels
+
+
+def distinct_nodes(nodes: int, per_record: float, records: float) -> float:
+    """The distinct nodes of a level of ``nodes`` that a batch of ``records`` changes writes,
+    each change touching ``per_record`` distinct nodes of the level at random: a batch
+    writes a node once however many of its changes touch it, and a node escapes all of them
+    with the chance (1 - t/N)^m, so N(1 - (1 - t/N)^m). For a big level that is the
+    N(1 - (1 - 1/N)^(t m)) of t m changes spread uniformly over N nodes."""
+    if nodes <= 0 or records <= 0:
+        return 0.0
+    return float(nodes * (1 - (1 - per_record / nodes) ** records))
+
+
+def far_touches(levels: list[int]) -> list[float]:
+    """The distinct nodes of each level (leaves first) that one far move writes: the leaf it
+    leaves and the leaf it joins, then on each level above the two nodes on their paths
+    until the paths meet; the node where they meet is written once (its children's counts
+    change) and the nodes above it not at all (their counts do not). Two random leaves
+    share their ancestor on a level of N nodes with the chance 1/N."""
+    if len(levels) == 1:
+        return [1.0]  # one leaf: the move stays in it
+    touches, shared_below = [2.0], 0.0
+    for nodes in levels[1:]:
+        shared = 1 / nodes
+        touches.append(2 * (1 - shared) + (shared - shared_below))
+        shared_below = shared
+    return touches
+
+
+def tree_far_wcu(members: int, batch: float, shape: TreeShape = PLANNED_TREE) -> float:
+    """The count tree's WCU for one far move (a member that changes leaves), in a batch of
+    ``batch`` such moves of one board: the distinct nodes the batch writes on every level,
+    shared among its records. Alone (a batch of 1) a move writes its two paths up to where
+    they meet; a big batch shares the few nodes of the upper levels."""
+    levels = tree_levels(members, shape.leaf_entries, shape.children)
+    writes = sum(distinct_nodes(n, t, batch) for n, t in zip(levels, far_touches(levels), strict=True))
+    return writes / batch * shape.node_wcu
+
+
+def tree_near_wcu(members: int, batch: float, shape: TreeShape = PLANNED_TREE) -> float:
+    """The count tree's WCU for one near move (a member that stays in its leaf), in a batch of
+    ``batch`` of them: its leaf only, as no count changes; a batch writes each leaf once."""
+    leaves = tree_levels(members, shape.leaf_entries, shape.children)[0]
+    return distinct_nodes(leaves, 1.0, batch) / batch * shape.node_wcu
+
+
+def stream_shards(streamed_wcu_per_s: float) -> int:
+    """The shards of a table's stream: about one per partition of the table, and a partition
+    takes 1,000 WCU/s (the table's reads and size can split it further; not counted)."""
+    return max(1, math.ceil(streamed_wcu_per_s / PARTITION_WCU_PER_S))
+
+
+def batch_records(
+    board_records_per_s: float,
+    table_records_per_s: float,
+    shards: int,
+    window_s: float = STREAM_BATCH_WINDOW_S,
+    most: int = STREAM_BATCH_SIZE,
+) -> float:
+    """A board's records in one batch of the aggregator: a shard hands over what reached it
+    within the batching window, ``most`` at the most, and the board's records are its share
+    of the table's, spread over the shards by key. At least one: a quiet board's record
+    arrives alone and is applied alone."""
+    if table_records_per_s <= 0:
+        return 1.0
+    per_batch = min(most, table_records_per_s / shards * window_s)
+    return max(1.0, per_batch * board_records_per_s / table_records_per_s)
+
+
+def head_change_fraction(members: int) -> float:
+    """The share of a board's changes that rewrite its head: every change on a board within
+    the ladder's reach (it moves a key or a ladder count the head holds), the estimate
+    HEAD_CHANGE_FRACTION on a larger one."""
+    return 1.0 if members <= HEAD_LADDER_REACH else HEAD_CHANGE_FRACTION
+
+
+def head_item_wcu(members: int) -> int:
+    """WCU of one write of a board's head: its keys (up to 128) and ladder samples (one every
+    16 places past them, down to 1,536), so a small board's head is as small as its entries."""
+    keys = min(members, HEAD_KEYS)
+    ladder = max(0, min(members, HEAD_LADDER_REACH) - HEAD_KEYS) // LADDER_STEP
+    size = min(HEAD_ITEM_BYTES, HEAD_FIXED_BYTES + (keys + ladder) * HEAD_ENTRY_BYTES)
+    return max(1, math.ceil(size / WRITE_UNIT_BYTES))
+
+
+def head_copies(head_rcu: float, board_rcu: float, safety: float = SAFETY_FRACTION) -> int:
+    """The head's copies a board's reads need: none while the primary, on the board's own
+    partition, takes the head's reads and the board items' within ``safety`` of a partition;
+    past that the fewest copies each taking at most half of it (two may share a partition),
+    up to HEAD_COPIES (past which the plan warns)."""
+    limit = safety * PARTITION_RCU_PER_S
+    if head_rcu + board_rcu <= limit:
+        return 0
+    return min(HEAD_COPIES, max(1, math.ceil(head_rcu / (limit / 2))))
 
 
 def tree_height(members: int) -> int:
@@ -338,7 +490,38 @@ def reshard_to(writes_per_s: float, shards: int, safety: float = SAFETY_FRACTION
     return needed if shards < needed <= MAX_SHARDS else None
 
 
-def plan(workload: Workload, prices: Prices | None = None) -> Plan:
+def upkeep(w: Workload, tree: TreeShape, copies: int) -> Upkeep:
+    """What the stream consumers write for the board: its records come in batches of what one
+    of the streamed table's shards gathers in the batching window, the board's share of it;
+    the count tree's writes a change at that batch; the head written at most once a batch
+    of each shard, to the primary and its copies."""
+    table_records = w.writes_per_s if w.table_writes_per_s is None else w.table_writes_per_s
+    streamed = table_records * TABLE_WCU_PER_UPDATE + w.events_per_s * EVENT_WCU
+    shards = stream_shards(streamed)
+    batch = batch_records(w.writes_per_s, table_records, shards)
+    far, near = tree_far_wcu(w.members, batch, tree), tree_near_wcu(w.members, batch, tree)
+    head_writes = min(w.writes_per_s * head_change_fraction(w.members), shards / STREAM_BATCH_WINDOW_S)
+    return Upkeep(
+        streamed_wcu=streamed,
+        stream_shards=shards,
+        batch_records=batch,
+        tree_far_wcu=far,
+        tree_near_wcu=near,
+        consumer_wcu=stream_wcu_per_update(w.near_moves, far, near),
+        head_writes_per_s=head_writes,
+        head_item_wcu=head_item_wcu(w.members),
+        head_copies=copies,
+    )
+
+
+def change_wcu(tree_wcu: float, head_wcu: float, writes_per_s: float) -> float:
+    """Every write of one score change: its item and the index's delete and put, the count
+    tree's share for its kind, the notifier's mark, and its share of the head's writes."""
+    head_share = head_wcu / writes_per_s if writes_per_s else 0.0
+    return TABLE_WCU_PER_UPDATE + INDEX_WCU_PER_UPDATE + tree_wcu + NOTIFIER_WCU_PER_UPDATE + head_share
+
+
+def plan(workload: Workload, prices: Prices | None = None, tree: TreeShape = PLANNED_TREE) -> Plan:
     prices = prices or Prices()
     warnings: list[str] = []
     w = workload
@@ -364,11 +547,6 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             f"(moving a member costs about {RESHARD_WCU_PER_MEMBER} WCU: docs/capacity.md)."
         )
 
-    head_writes = min(w.writes_per_s * HEAD_CHANGE_FRACTION, HEAD_WRITES_MAX_PER_S)
-    head_wcu = head_writes * math.ceil(HEAD_ITEM_BYTES / WRITE_UNIT_BYTES) * (1 + HEAD_COPIES)
-    stream_wcu = stream_wcu_per_update(w.near_moves)
-    table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + stream_wcu) + head_wcu
-    table_wcu += w.events_per_s * EVENT_WCU
     index_wcu += w.events_per_s * LOG_INDEX_WCU_PER_EVENT
 
     from_head = w.head and w.k <= HEAD_SERVES_UP_TO
@@ -383,20 +561,23 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
     # read_cache_s but at most HEAD_KEEP_SECONDS, and every board's layout for
     # LAYOUT_CACHE_SECONDS. A top that finds the board kept and the head not reads the head
     # alone; one that finds neither reads them in one BatchGetItem.
-    top_busy = instances(top_reads, TOP_READ_MS)
-    rank_busy = instances(w.rank_reads_per_s, RANK_READ_MS)
+    top_busy = instances(top_reads, TOP_READ_MS) if w.instances is None else w.instances
+    rank_busy = instances(w.rank_reads_per_s, RANK_READ_MS) if w.instances is None else w.instances
     top_views = reaching(top_reads, top_busy, min(w.read_cache_s, HEAD_KEEP_SECONDS))
     top_boards = reaching(top_reads, top_busy, w.read_cache_s)
     rank_views = reaching(w.rank_reads_per_s, rank_busy, w.read_cache_s)
-    layouts = (top_busy + rank_busy) / LAYOUT_CACHE_SECONDS * LAYOUT_RCU
+    # each instance reads a board's layout once in LAYOUT_CACHE_SECONDS, a read at most once
+    top_layouts = reaching(top_reads, top_busy, LAYOUT_CACHE_SECONDS) * LAYOUT_RCU
+    rank_layouts = reaching(w.rank_reads_per_s, rank_busy, LAYOUT_CACHE_SECONDS) * LAYOUT_RCU
+    layouts = top_layouts + rank_layouts
     head_rcu = top_views * HEAD_ITEM_RCU
-    head_copy_rcu = head_rcu / HEAD_COPIES
     top_table_rcu = top_boards * VIEW_RCU + head_rcu
     top_index_rcu = top_reads * (top_rcu - VIEW_RCU - HEAD_ITEM_RCU)
     rank_kept = rank_views * (RANK_BOARD_RCU + TREE_NODE_RCU)  # the board and the root
     rank_each = RANK_VIEW_RCU - RANK_BOARD_RCU + path_rcu - TREE_NODE_RCU  # score, path below root
-    table_rcu = top_table_rcu + rank_kept + w.rank_reads_per_s * rank_each + layouts
-    table_rcu += w.events_per_s * EVENT_RCU
+    top_total = top_table_rcu + top_index_rcu + top_layouts
+    rank_total_rcu = rank_kept + w.rank_reads_per_s * rank_each + rank_layouts
+    table_rcu = top_total - top_index_rcu + rank_total_rcu + w.events_per_s * EVENT_RCU
     index_rcu = top_index_rcu
     index_rcu_per_shard = index_rcu / shards
     if index_rcu_per_shard > w.safety * PARTITION_RCU_PER_S:
@@ -407,9 +588,17 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "pages (TopCacheTtlSeconds)."
         )
     board_rcu = top_boards * VIEW_RCU + rank_views * RANK_BOARD_RCU + layouts
-    if head_copy_rcu > w.safety * PARTITION_RCU_PER_S:
+    copies = head_copies(head_rcu, board_rcu, w.safety)
+    if copies == 0:
+        board_rcu += head_rcu  # the primary alone, on the board's partition
+    keep = upkeep(w, tree, copies)
+    head_wcu = keep.head_writes_per_s * keep.head_item_wcu * (1 + copies)
+    table_wcu = w.writes_per_s * (TABLE_WCU_PER_UPDATE + keep.consumer_wcu) + head_wcu
+    table_wcu += w.events_per_s * EVENT_WCU
+    head_copy_rcu = head_rcu / max(1, copies)
+    if copies and head_copy_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
-            f"each of the head's {HEAD_COPIES} copies takes {head_copy_rcu:,.0f} RCU/s, over "
+            f"each of the head's {copies} copies takes {head_copy_rcu:,.0f} RCU/s, over "
             f"{w.safety:.0%} of the {PARTITION_RCU_PER_S:,} one item serves: keep it longer in the "
             "functions (ReadCacheSeconds) or cache the top pages (TopCacheTtlSeconds)."
         )
@@ -421,7 +610,7 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "(TopCacheTtlSeconds), or keep the board longer in the functions (ReadCacheSeconds)."
         )
     root_rcu = rank_views * TREE_NODE_RCU
-    tree = tree_load(w.members, w.rank_reads_per_s, root_rcu)
+    reads = tree_load(w.members, w.rank_reads_per_s, root_rcu)
     if root_rcu > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
             f"every rank reads the count tree's root: {w.rank_reads_per_s:,.0f} ranks/s take "
@@ -429,11 +618,11 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
             "a partition (and so an item) serves. Keep it in the functions (ReadCacheSeconds), or "
             "read fewer ranks per board."
         )
-    elif max(tree.busiest_key, tree.busiest_node) > w.safety * PARTITION_RCU_PER_S:
+    elif max(reads.busiest_key, reads.busiest_node) > w.safety * PARTITION_RCU_PER_S:
         warnings.append(
             f"the count tree's nodes below its root (T#{{board}}#{{period}}#{{n}}, {TREE_SPREAD} keys) "
-            f"take {tree.total - root_rcu:,.0f} RCU/s, the busiest key about {tree.busiest_key:,.0f} "
-            f"and the busiest node (under the root) {tree.busiest_node:,.0f}: over {w.safety:.0%} of "
+            f"take {reads.total - root_rcu:,.0f} RCU/s, the busiest key about {reads.busiest_key:,.0f} "
+            f"and the busiest node (under the root) {reads.busiest_node:,.0f}: over {w.safety:.0%} of "
             f"the {PARTITION_RCU_PER_S:,} a partition (and an item) serves. DynamoDB splits a hot "
             "key by sort key only after the load has lasted a while, and no item past it: read "
             "fewer ranks per board."
@@ -474,15 +663,20 @@ def plan(workload: Workload, prices: Prices | None = None) -> Plan:
         board_partition_rcu=board_rcu,
         head_item_rcu=head_rcu,
         read_instances=top_busy + rank_busy,
-        tree_partition_rcu=tree.total,
+        tree_partition_rcu=reads.total,
         tree_root_rcu=root_rcu,
-        tree_spread_rcu=tree.busiest_key,
-        tree_node_rcu=tree.busiest_node,
+        tree_spread_rcu=reads.busiest_key,
+        tree_node_rcu=reads.busiest_node,
         bytes_per_member=per_member,
         storage_gb=storage_gb,
         monthly_write_cost=(table_wcu + index_wcu) * SECONDS_PER_MONTH / 1e6 * prices.write_per_million,
         monthly_read_cost=(table_rcu + index_rcu) * SECONDS_PER_MONTH / 1e6 * prices.read_per_million,
         monthly_storage_cost=storage_gb * prices.storage_per_gb_month,
         monthly_cache_cost=prices.cache_per_hour * 730 if w.cache_ttl_s > 0 else 0.0,
+        upkeep=keep,
+        far_change_wcu=change_wcu(keep.tree_far_wcu, head_wcu, w.writes_per_s),
+        near_change_wcu=change_wcu(keep.tree_near_wcu, head_wcu, w.writes_per_s),
+        top_read_rcu=top_total / top_reads if top_reads else 0.0,
+        rank_read_rcu=rank_total_rcu / w.rank_reads_per_s if w.rank_reads_per_s else 0.0,
         warnings=warnings,
     )

@@ -1,6 +1,7 @@
-"""bench/treewrites.py (`make bench-treewrites`, the planner's TREE_WCU_FAR_MOVE and
-TREE_WCU_NEAR_MOVE) on a small board: every score change reaches the consumer once, a move
-far costs more than a move near, and the board checks out afterwards."""
+"""bench/treewrites.py (`make bench-treewrites`, what the planner's model of the count
+tree's writes reproduces: planner.capacity.MEASURED_OLD_FAR_WCU) on a small board: every
+score change reaches the consumer once, a move far costs more than a move near, and the
+board checks out afterwards."""
 
 from __future__ import annotations
 

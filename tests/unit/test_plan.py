@@ -13,6 +13,18 @@ from planner.capacity import Workload, plan, reshard_to
 from podium import recent
 from podium.dal import schema
 
+# The count tree's writes of one move on 1,000,000 members in batches of 1,000, by hand, for
+# a compact layout (leaves of 20, 36 children, 1 WCU a node write; the tests of the arithmetic
+# name it, so that a new PLANNED_TREE changes only the worked example's): 50,000 leaves, then
+# 1,389, 39, 2 and the root. Far: 1,000 moves touch 2 leaves each, 50,000 (1 - (1 -
+# 2/50,000)^1,000) = 1,960.6 distinct; 1.9993 nodes each of level 1 (two paths that share a
+# node there with the chance 1/1,389), 1,389 (1 - (1 - 1.9993/1,389)^1,000) = 1,060.0; every
+# node of the levels above (39 and 2) and the root: 3,062.6 writes, 3.0626 a move. Near: the
+# leaf alone, 50,000 (1 - (1 - 1/50,000)^1,000) = 990.1 writes, 0.990 a move.
+SHAPE = capacity.TreeShape(leaf_entries=20, children=36, node_wcu=1)
+FAR_AT_1000 = 3.0626
+NEAR_AT_1000 = 0.990
+
 
 def test_one_shard_takes_400_updates_a_second_at_80_percent():
     # Given 400 updates/s: 800 index WCU/s, exactly 80 % of one partition's 1,000
@@ -24,7 +36,9 @@ def test_one_shard_takes_400_updates_a_second_at_80_percent():
 
 def test_5000_updates_need_13_shards():
     # Given 5,000 updates/s = 10,000 index WCU/s; 10,000 / 800 = 12.5
-    result = plan(Workload(writes_per_s=5_000, top_reads_per_s=0, rank_reads_per_s=0, members=1_000_000))
+    result = plan(
+        Workload(writes_per_s=5_000, top_reads_per_s=0, rank_reads_per_s=0, members=1_000_000), tree=SHAPE
+    )
 
     # Then 13 shards, each taking 10,000 / 13 = 769.2 WCU/s
     assert result.shards == 13
@@ -32,11 +46,15 @@ def test_5000_updates_need_13_shards():
     assert result.index_wcu_per_shard == pytest.approx(769.23, abs=0.01)
     assert result.max_writes_per_s == 5_200  # 13 * 800 / 2
     assert not result.over_capacity
-    # table: 5,000 * (1 score + 9.6 aggregator (measured: a far move, batches of 100) + 1
-    # notifier's mark) + min(5,000 * 10 %, 10) head writes * 4 KB, each to the primary and
-    # its 4 copies = 58,200
-    assert result.table_wcu == 58_000 + 10 * 4 * (1 + capacity.HEAD_COPIES)
-    assert result.table_wcu == 58_200
+    # The streamed table takes the 5,000 score items' WCU/s: 5 partitions, 5 stream shards,
+    # each gathering 1,000 records in its second: batches of 1,000 (BatchSize's most)
+    assert (result.upkeep.stream_shards, result.upkeep.batch_records) == (5, 1_000)
+    # table: 5,000 * (1 score + 3.0626 count tree (a far move in batches of 1,000:
+    # FAR_AT_1000 below) + 1 notifier's mark) + min(5,000 * 10 %, 5 batches a second) head
+    # writes of 4 KB to the primary alone (no reads: no copies) = 25,333
+    assert result.upkeep.head_copies == 0
+    assert result.upkeep.head_writes_per_s == 5
+    assert result.table_wcu == pytest.approx(5_000 * (1 + FAR_AT_1000 + 1) + 5 * 4, abs=0.5)
 
 
 def test_throttling_edge_at_100_shards():
@@ -250,20 +268,29 @@ def test_the_planner_keeps_the_head_as_long_as_the_service_does():
 def test_storage_and_monthly_cost():
     # Given 1,000,000 members with 200 B of data:
     # profile 100 + 100 + 200, score 100 + 150, index entry 100 + 115 = 865 B
-    result = plan(Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=1_000_000))
+    result = plan(
+        Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=1_000_000), tree=SHAPE
+    )
     assert result.bytes_per_member == 865
     assert result.storage_gb == pytest.approx(0.865)
     assert result.monthly_storage_cost == pytest.approx(0.865 * 0.25)
-    # writes: table 100 * 11.6 + 10 head writes * 4 KB * (the primary and 4 copies) = 1,360,
-    # index 200 -> 1,560 WRU/s; 1,560 * 2,628,000 s = 4,099.68 M WRU * $0.625 = $2,562.30
-    assert result.monthly_write_cost == pytest.approx(2_562.30)
+    # 100 updates/s: one stream shard, batches of 100. The tree (20 a leaf, 36 children):
+    # 50,000 leaves, 1,389, 39, 2 and the root. 100 far moves write 50,000 (1 - (1 - 2/50,000)^100)
+    # = 199.6 leaves, 1,389 (1 - (1 - 1.9993/1,389)^100) = 186.4 nodes of level 1, 38.8 of
+    # level 2's 39, both of level 3 and the root: 427.7 node writes, 4.277 WCU a move
+    assert result.upkeep.batch_records == 100
+    assert result.upkeep.tree_far_wcu == pytest.approx(4.277, abs=0.001)
+    # writes: table 100 * (1 + 4.277 + 1) + one head write a second (one shard's batch) of 4 KB
+    # = 631.7, index 200 -> 831.7 WRU/s; x 2,628,000 s = 2,185.8 M WRU x $0.625 = $1,366.1
+    assert result.table_wcu == pytest.approx(631.7, abs=0.05)
+    assert result.monthly_write_cost == pytest.approx(1_366.1, abs=0.1)
     assert result.monthly_read_cost == 0
 
 
 def test_prices_can_be_overridden():
-    workload = Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=0)
-    result = plan(workload, capacity.Prices(write_per_million=1.25))
-    assert result.monthly_write_cost == pytest.approx(2 * 2_562.30)
+    workload = Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=1_000_000)
+    result = plan(workload, capacity.Prices(write_per_million=1.25), SHAPE)
+    assert result.monthly_write_cost == pytest.approx(2 * 1_366.1, abs=0.2)
 
 
 def test_the_api_cache_caps_top_reads_reaching_dynamodb():
@@ -318,13 +345,15 @@ def test_updates_that_stay_in_their_leaf_write_less():
     # Given the same 5,000 updates/s, all far moves, all near moves, and half of each
     def table_wcu(near: float) -> float:
         workload = Workload(writes_per_s=5_000, top_reads_per_s=0, rank_reads_per_s=0, members=10**6)
-        return plan(replace(workload, near_moves=near)).table_wcu
+        return plan(replace(workload, near_moves=near), tree=SHAPE).table_wcu
 
-    # Then each update writes its score (1), the notifier's mark (1) and what the consumer
-    # measured for its kind: 9.6 far, 2.5 near; a mix in proportion (and the head's 200)
-    assert table_wcu(0) == 5_000 * (1 + 9.6 + 1) + 200
-    assert table_wcu(1) == 5_000 * (1 + 2.5 + 1) + 200
-    assert table_wcu(0.5) == pytest.approx(5_000 * (1 + (9.6 + 2.5) / 2 + 1) + 200)
+    # Then each update writes its score (1), the notifier's mark (1) and the count tree's
+    # writes for its kind in batches of 1,000: 3.0626 far; near, its leaf alone, 50,000
+    # (1 - (1 - 1/50,000)^1,000) / 1,000 = 0.990 (a batch rarely has two in one leaf); a mix in
+    # proportion (and the head's 5 writes of 4 KB a second)
+    assert table_wcu(0) == pytest.approx(5_000 * (1 + FAR_AT_1000 + 1) + 20, abs=0.5)
+    assert table_wcu(1) == pytest.approx(5_000 * (1 + NEAR_AT_1000 + 1) + 20, abs=0.5)
+    assert table_wcu(0.5) == pytest.approx(5_000 * (1 + (FAR_AT_1000 + NEAR_AT_1000) / 2 + 1) + 20, abs=0.5)
 
 
 def test_cli_takes_the_share_of_near_moves(capsys):
@@ -332,7 +361,10 @@ def test_cli_takes_the_share_of_near_moves(capsys):
     assert main(args) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["workload"]["near_moves"] == 0.75
-    assert document["plan"]["table_wcu"] == pytest.approx(5_000 * (1 + 0.75 * 2.5 + 0.25 * 9.6 + 1) + 200)
+    # (the planner's layout, PLANNED_TREE, whatever it is: the command passes it on)
+    far, near = capacity.tree_far_wcu(10**6, 1_000), capacity.tree_near_wcu(10**6, 1_000)
+    tree = 0.75 * near + 0.25 * far
+    assert document["plan"]["table_wcu"] == pytest.approx(5_000 * (1 + tree + 1) + 20, abs=0.5)
     assert main(["--writes", "5000", "--members", "10", "--near-moves", "1.5"]) != 0  # a share: 0 to 1
 
 
@@ -362,24 +394,29 @@ def test_the_plan_of_a_board_past_its_shards_says_to_re_shard_and_to_how_many():
 
 
 def test_the_worked_example_s_reads_with_what_the_instances_keep():
-    # Given docs/capacity.md's worked example: 16,000 top-100 reads and 4,000 ranks a second
+    # Given docs/capacity.md's worked example: 16,000 top-100 reads and 4,000 ranks a second,
+    # with the planner's own layout of the tree (PLANNED_TREE: when it changes, so do the
+    # write figures here and on that page)
     result = plan(
         Workload(writes_per_s=5_000, top_reads_per_s=16_000, rank_reads_per_s=4_000, members=1_000_000, k=100)
     )
     # 160 + 80 instances; the board's items 160 x 1 (board and count, kept a second) + 80
-    # + 240 / 5; the head's copies 4 x 160 (the head kept a quarter second); the root 80 x 0.5
+    # + 240 / 5; the head 4 x 160 (kept a quarter second); the root 80 x 0.5
     assert result.read_instances == 240
-    assert result.board_partition_rcu == 288
     assert result.head_item_rcu == 640
     assert result.tree_root_rcu == 40
+    # the head's 640 and the board's 288 fit one partition (928 of 2,400): the primary alone,
+    # no copies, and the board's partition takes both
+    assert result.upkeep.head_copies == 0
+    assert result.board_partition_rcu == 288 + 640
     # the table: those, and every rank's score (1) and 4 nodes under the root (2)
     assert result.table_rcu == 288 + 640 + 40 + 4_000 * 3
-    # and writes of 68,200 WRU/s (58,200 on the table, 10,000 on the index): $112,018.50;
-    # reads of 12,968 RRU/s: $4,259.99 (730 hours at $0.125 a million), so $116,278.70 a
-    # month with storage
-    assert result.monthly_write_cost == pytest.approx(112_018.50, abs=0.01)
+    # and writes of 35,333 WRU/s (25,333 on the table, 10,000 on the index): 35,333 x
+    # 2,628,000 s = 92,855 M WRU x $0.625 = $58,034.5; reads of 12,968 RRU/s: $4,259.99 (730
+    # hours at $0.125 a million), so $62,294.7 a month with storage
+    assert result.monthly_write_cost == pytest.approx(58_034.5, abs=1)
     assert result.monthly_read_cost == pytest.approx(12_968 * 3_600 * 730 / 1e6 * 0.125, abs=0.01)
-    assert result.monthly_cost == pytest.approx(116_278.70, abs=0.01)
+    assert result.monthly_cost == pytest.approx(62_294.7, abs=1)
     # where keeping nothing read 50,000 RCU/s, 36,000 of them the board's items and the head
     cold = plan(
         Workload(
@@ -394,3 +431,162 @@ def test_the_worked_example_s_reads_with_what_the_instances_keep():
     assert cold.table_rcu == 50_000 + 240 / 5
     # (the head's 16,000 of them on its copies)
     assert cold.board_partition_rcu == 20_000 + 240 / 5
+
+
+def test_distinct_nodes_a_batch_writes():
+    # One change touching one node of 10 writes 1; two changes over 4 nodes miss a given
+    # node with the chance (3/4)^2, so 4 (1 - 9/16) = 1.75 distinct; a move's two leaves on a
+    # tree of two leaves are both of them
+    assert capacity.distinct_nodes(10, 1, 1) == pytest.approx(1)
+    assert capacity.distinct_nodes(4, 1, 2) == pytest.approx(1.75)
+    assert capacity.distinct_nodes(2, 2, 1) == 2
+    assert capacity.distinct_nodes(1, 0.5, 3) == pytest.approx(1 - 0.5**3)
+    assert capacity.distinct_nodes(0, 1, 5) == capacity.distinct_nodes(5, 1, 0) == 0
+
+
+def test_a_far_move_writes_two_paths_up_to_where_they_meet():
+    # Given the old layout's tree of 1,000,000 members: 55,556 leaves, 2,315, 97, 5, root
+    levels = capacity.tree_levels(1_000_000, 18, 24)
+    assert levels == [55_556, 2_315, 97, 5, 1]
+    # Then one far move writes 2 leaves; on each level above, 2 nodes unless the paths met
+    # below, and the node where they meet once: level 1, 2 - 1/2,315; level 3, 2 (1 - 1/5)
+    # + (1/5 - 1/97); the root, 1 - 1/5 (the paths met below it one time in five)
+    touches = capacity.far_touches(levels)
+    assert touches[0] == 2
+    assert touches[1] == pytest.approx(2 - 1 / 2_315)
+    assert touches[3] == pytest.approx(2 * (1 - 1 / 5) + (1 / 5 - 1 / 97))
+    assert touches[4] == pytest.approx(1 - 1 / 5)
+    # Alone, at 2 WCU a node: 2 x (2 + 2.000 + 1.990 + 1.790 + 0.8) = 17.16 WCU
+    assert capacity.tree_far_wcu(1_000_000, 1, capacity.OLD_TREE) == pytest.approx(17.16, abs=0.01)
+    # A board that is one leaf: a move stays in it
+    assert capacity.far_touches([1]) == [1.0]
+    assert capacity.tree_far_wcu(10, 1, capacity.PLANNED_TREE) == pytest.approx(1)
+
+
+def test_the_model_reproduces_what_bench_treewrites_measured_on_the_old_layout():
+    # Given the layout `make bench-treewrites` measured on 2026-11-29 on 1,000,000 members:
+    # leaves of about 18 entries and inner nodes of 24 children, 2 WCU a node write
+    old = capacity.OLD_TREE
+    assert (old.leaf_entries, old.children, old.node_wcu) == (18, 24, 2)
+    # Then the model's far move is within 15 % of each measured batch size: 17.16 for 16.13
+    # alone (+6 %), 9.64 for 9.58 in batches of 100, 6.81 for 6.83 in batches of 1,000
+    for batch, measured in capacity.MEASURED_OLD_FAR_WCU.items():
+        model = capacity.tree_far_wcu(1_000_000, batch, old)
+        assert model == pytest.approx(measured, rel=0.15), batch
+    assert capacity.tree_far_wcu(1_000_000, 100, old) == pytest.approx(9.64, abs=0.01)
+    assert capacity.tree_far_wcu(1_000_000, 1_000, old) == pytest.approx(6.81, abs=0.01)
+    # A near move rewrites its leaf alone: 2.0. The bench measured 2.50 to 2.56: its
+    # population puts a tenth of the members on round scores, about 100 tied on each, and
+    # one point up takes such a member past about 50 of them, into another leaf: two leaves
+    # and their parent, 6 WCU. 0.9 x 2 + 0.1 x 6 = 2.4, within 15 % of every measurement
+    assert capacity.tree_near_wcu(1_000_000, 1, old) == pytest.approx(2)
+    leaf_only = capacity.tree_near_wcu(1_000_000, 100, old)
+    assert leaf_only == pytest.approx(2, abs=0.01)
+    bench_mix = 0.9 * leaf_only + 0.1 * 3 * old.node_wcu
+    for measured in capacity.MEASURED_OLD_NEAR_WCU.values():
+        assert bench_mix == pytest.approx(measured, rel=0.15)
+
+
+def test_a_plan_takes_the_tree_s_layout_as_one_argument():
+    # The layout is one value (PLANNED_TREE unless told another): the old one's plan
+    result = plan(Workload(5_000, 0, 0, 1_000_000), tree=capacity.OLD_TREE)
+    # with the old layout the reference's far change costs what the model gives it: 6.81
+    assert result.upkeep.tree_far_wcu == pytest.approx(6.81, abs=0.01)
+
+
+def test_the_stream_has_a_shard_a_partition_and_a_batch_is_what_one_gathers():
+    # A partition takes 1,000 WCU/s; each score change writes 1 WCU to the streamed table
+    assert capacity.stream_shards(0) == 1
+    assert capacity.stream_shards(1_000) == 1
+    assert capacity.stream_shards(5_000) == 5
+    assert capacity.stream_shards(5_001) == 6
+    # 5,000 changes a second on 5 shards: 1,000 a shard in its second, the batch's most
+    assert capacity.batch_records(5_000, 5_000, 5) == 1_000
+    # 3,000 on 1 shard: still 1,000 at the most
+    assert capacity.batch_records(3_000, 3_000, 1) == 1_000
+    # a board with a tenth of a table's 1,000 a second on one shard: 100 of a batch's 1,000
+    assert capacity.batch_records(100, 1_000, 1) == 100
+    # a quiet board (0.03 a second of the table's 300): its record alone
+    assert capacity.batch_records(0.03, 300, 1) == 1
+    assert capacity.batch_records(0, 0, 1) == 1
+
+
+def test_the_batch_settings_are_the_template_s():
+    from devstack import template
+
+    aggregator = next(c for c in template.read("").stream_consumers() if c.function == "AggregatorFunction")
+    assert aggregator.batch_size == capacity.STREAM_BATCH_SIZE
+    assert aggregator.batching_window == capacity.STREAM_BATCH_WINDOW_S
+
+
+def test_a_board_s_head_is_as_small_as_its_entries_and_has_the_copies_its_reads_need():
+    # 30 members: 30 keys x 18 B + 100 = 640 B, 1 WCU; 500: 128 keys and (500 - 128) // 16 =
+    # 23 ladder samples, 2,818 B, 3 WCU; from 1,536 members on: 128 + 88 entries, 4 WCU
+    assert capacity.head_item_wcu(30) == 1
+    assert capacity.head_item_wcu(500) == 3
+    assert capacity.head_item_wcu(1_000_000) == 4
+    # every change rewrites a small board's head (it moves a key or a ladder count)
+    assert capacity.head_change_fraction(1_000) == 1
+    assert capacity.head_change_fraction(1_000_000) == capacity.HEAD_CHANGE_FRACTION
+    # copies: none while the head and the board's items fit 80 % of one partition (2,400);
+    # past that as many as keep each under half of it (1,200), at most 4
+    assert capacity.head_copies(0.24, 0.5) == 0
+    assert capacity.head_copies(640, 288) == 0
+    assert capacity.head_copies(2_000, 500) == 2
+    assert capacity.head_copies(4_000, 1_440) == 4
+    assert capacity.head_copies(100_000, 0) == capacity.HEAD_COPIES
+
+
+def test_cli_prints_the_unit_costs_and_both_workloads(capsys):
+    assert main(["--writes", "5000", "--reads", "20000", "--members", "1000000", "--k", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "a million far changes" in out
+    assert "a million rank reads" in out
+    assert main(["--writes", "5000", "--members", "10", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert set(document["unitCosts"]) == {"far_change", "near_change", "top_read", "rank_read"}
+    assert main(["--compare"]) == 0
+    out = capsys.readouterr().out
+    assert "hot board" in out
+    assert "quiet boards" in out
+    assert "ElastiCache Serverless (Valkey)" in out
+    assert main(["--compare", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [w["name"] for w in document["workloads"]] == ["hot board", "quiet boards"]
+    assert main(["--reads", "10"]) != 0  # a plan needs --writes and --members, or --compare
+
+
+def test_cli_takes_the_tree_s_layout(capsys):
+    # The old layout given on the command line: the reference's far move in batches of 1,000
+    args = ["--writes", "5000", "--members", "1000000", "--json"]
+    assert main([*args, "--leaf-entries", "18", "--children", "24", "--node-wcu", "2"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["tree"] == {"leaf_entries": 18, "children": 24, "node_wcu": 2}
+    assert document["plan"]["upkeep"]["tree_far_wcu"] == pytest.approx(6.81, abs=0.01)
+
+
+def test_the_model_s_levels_are_the_measured_breakdown():
+    # Given the old layout's far moves on 1,000,000 members in batches of 100: make
+    # bench-treewrites' 9.58 WCU a record split as two leaves 4.0, level 1 3.85, level 2
+    # 1.68 and the rest 0.1 (issue 25)
+    old = capacity.OLD_TREE
+    levels = capacity.tree_levels(1_000_000, old.leaf_entries, old.children)
+    touches = capacity.far_touches(levels)
+    per_level = [
+        capacity.distinct_nodes(n, t, 100) / 100 * old.node_wcu for n, t in zip(levels, touches, strict=True)
+    ]
+    # Then the model's levels: 3.99, 3.83, 1.70 and 0.12 above
+    assert per_level[:3] == pytest.approx([3.99, 3.83, 1.70], abs=0.01)
+    assert sum(per_level[3:]) == pytest.approx(0.12, abs=0.01)
+    for model, measured in zip(per_level[:3], (4.0, 3.85, 1.68), strict=True):
+        assert model == pytest.approx(measured, abs=0.05)
+
+
+def test_the_planner_s_head_is_the_service_s():
+    # The keys a head holds and how far its ladder reaches: the head's size and whether a
+    # change on a small board rewrites it follow from them
+    from podium import head
+
+    assert capacity.HEAD_KEYS == head.CAPACITY
+    assert capacity.HEAD_LADDER_REACH == head.LADDER_REACH
+    assert capacity.LADDER_STEP == head.LADDER_STEP
