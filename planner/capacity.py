@@ -70,10 +70,10 @@ RANK_BOARD_RCU = 1.0
 HEAD_KEYS = 128  # podium.head.CAPACITY: the keys the head holds
 LADDER_STEP = 16  # podium.head.LADDER_STEP: positions between two ladder samples
 # The count tree (docs/count-tree.md) as a build lays it out: nodes 3/4 full
-# (podium.treebuild.BUILD_FILL), a leaf of 24 members at most (podium.counttree.LEAF_MAX),
-# an inner node of 32 children (podium.counttree.FANOUT). A tree grown by inserts holds a
-# little less a node, and may be a level taller.
-TREE_LEAF_MEMBERS = 18
+# (podium.treebuild.BUILD_FILL), a leaf of 20 members at most (podium.counttree.LEAF_MAX),
+# an inner node of 32 children (podium.counttree.FANOUT), each under 1 KB (NODE_BYTES). A
+# tree grown by inserts holds a little less a node, and may be a level taller.
+TREE_LEAF_MEMBERS = 15
 TREE_FANOUT = 24
 TREE_NODE_RCU = 0.5  # a node stays under 4 KB (split past about 2 KB): one block, eventually consistent
 # The partition keys a tree's nodes below the root are spread over (podium.dal.schema.TREE_SPREAD:
@@ -102,11 +102,11 @@ class TreeShape:
 OLD_TREE = TreeShape(leaf_entries=18, children=24, node_wcu=2)
 MEASURED_OLD_FAR_WCU = {1: 16.13, 100: 9.58, 1_000: 6.83}
 MEASURED_OLD_NEAR_WCU = {1: 2.50, 100: 2.52, 1_000: 2.56}
-# The compact layout the planner plans with (issue 25: every node at most 1 KB, so 1 WCU a
-# write, with more entries and children a node). ASSUMED, not measured: leaves of 20 entries
-# and inner nodes of 36 children as a build lays them out. `make bench-treewrites` on the
-# compact layout replaces these three numbers; nothing else in the planner needs changing.
-PLANNED_TREE = TreeShape(leaf_entries=20, children=36, node_wcu=1)
+# The compact layout the planner plans with (issue 25): every node at most 1 KB, so 1 WCU a
+# write, as a build lays them out, TREE_LEAF_MEMBERS and TREE_FANOUT.
+# `make bench-treewrites` measures what it costs (docs/capacity.md, "What a score change
+# writes"); the model reproduces it within the tests' margin (tests/unit/test_plan.py).
+PLANNED_TREE = TreeShape(leaf_entries=TREE_LEAF_MEMBERS, children=TREE_FANOUT, node_wcu=1)
 
 # -- The stream's batches (template.yaml: the AggregatorFunction's event source) ----------
 STREAM_BATCH_SIZE = 1_000  # BatchSize: the most records one batch holds

@@ -115,31 +115,31 @@ def test_top_from_the_head_is_two_units():
 
 
 def test_a_rank_reads_the_count_tree_s_path_whatever_the_shards():
-    # Given 1,000,000 members in leaves of 18: 55,556 leaves, then 2,315, 97, 5 and 1 node
+    # Given 1,000,000 members in leaves of 15: 66,667 leaves, then 2,778, 116, 5 and 1 node
     # above them (24 children a node): a path of 5 nodes, 0.5 RCU each
-    assert capacity.tree_levels(1_000_000) == [55_556, 2_315, 97, 5, 1]
+    assert capacity.tree_levels(1_000_000) == [66_667, 2_778, 116, 5, 1]
     total, path = capacity.rank_rcu(1_000_000)
 
     # Then 2 (the board and the score, strongly consistent) + 2.5 (the path) = 4.5 RCU, on
     # any shard count
     assert (path, total) == (2.5, 4.5)
     assert plan(Workload(10, 0, 100, 1_000_000, shards=100)).rank_rcu_per_read == 4.5
-    # 10,000,000 and 100,000,000 members: a level more (555,556 leaves; 5,555,556), 5 RCU
+    # 10,000,000 and 100,000,000 members: a level more (666,667 leaves; 6,666,667), 5 RCU
     assert capacity.tree_height(10_000_000) == capacity.tree_height(100_000_000) == 6
     assert capacity.rank_rcu(100_000_000) == (5.0, 3.0)
-    # A board of up to 18 members is one leaf: 1 node
-    assert capacity.tree_height(18) == 1
-    assert capacity.tree_height(19) == 2
+    # A board of up to 15 members is one leaf: 1 node
+    assert capacity.tree_height(15) == 1
+    assert capacity.tree_height(16) == 2
     # The naive COUNT reads 500,000 keys: 38,462 a shard = 3,846,200 B -> 940 blocks -> 470 RCU
     assert capacity.naive_rank_rcu(1_000_000, 13) == 13 * 470 + 1.5
 
 
 def test_100_ranks_read_the_union_of_their_paths():
-    # Given 100 members spread over 1,000,000: 100 leaves, 100 of the 2,315 nodes above, all
-    # 97 and 5 of the next levels, and the root: 303 nodes at 0.5 RCU
-    assert capacity.ranks_rcu(1_000_000) == 151.5
-    # and on 100,000,000: 100 + 100 + 100 + 100 + 17 + 1 = 418 nodes
-    assert capacity.ranks_rcu(100_000_000) == 209.0
+    # Given 100 members spread over 1,000,000: 100 leaves, 100 of the 2,778 nodes above, 100
+    # of the 116 and all 5 of the next levels, and the root: 306 nodes at 0.5 RCU
+    assert capacity.ranks_rcu(1_000_000) == 153.0
+    # and on 100,000,000: 100 + 100 + 100 + 100 + 21 + 1 = 422 nodes
+    assert capacity.ranks_rcu(100_000_000) == 211.0
 
 
 def test_the_planner_s_tree_is_the_service_s():
@@ -147,7 +147,7 @@ def test_the_planner_s_tree_is_the_service_s():
 
     assert int(counttree.LEAF_MAX * treebuild.BUILD_FILL) == capacity.TREE_LEAF_MEMBERS
     assert int(counttree.FANOUT * treebuild.BUILD_FILL) == capacity.TREE_FANOUT
-    for members in (0, 18, 19, 5_000, 1_000_000, 100_000_000):
+    for members in (0, 15, 16, 5_000, 1_000_000, 100_000_000):
         assert capacity.tree_levels(members) == cost.tree_levels(members)
     assert capacity.ranks_rcu(1_000_000) == cost.path_units(1_000_000, 100)
 
@@ -411,12 +411,20 @@ def test_the_worked_example_s_reads_with_what_the_instances_keep():
     assert result.board_partition_rcu == 288 + 640
     # the table: those, and every rank's score (1) and 4 nodes under the root (2)
     assert result.table_rcu == 288 + 640 + 40 + 4_000 * 3
-    # and writes of 35,333 WRU/s (25,333 on the table, 10,000 on the index): 35,333 x
-    # 2,628,000 s = 92,855 M WRU x $0.625 = $58,034.5; reads of 12,968 RRU/s: $4,259.99 (730
-    # hours at $0.125 a million), so $62,294.7 a month with storage
-    assert result.monthly_write_cost == pytest.approx(58_034.5, abs=1)
+    # and the writes: 5,000 changes/s on a streamed table of 5,000 WCU/s, 5 stream shards,
+    # so batches of 1,000 records; each far move touches 2 leaves and about 2 nodes a level
+    # above, up to the root: of 66,667 leaves a batch writes 66,667 (1 - (1 - 2/66,667)^1000)
+    # = 1,970.3, of 2,778 nodes 1,425.9, then all 116, 5 and 1: 3,518.2 writes of 1 WCU for
+    # 1,000 records, 3.518 WCU a record, and the notifier's mark 1
+    assert result.upkeep.batch_records == 1_000
+    assert result.upkeep.tree_far_wcu == pytest.approx(3.518, abs=0.001)
+    # so 5,000 x (1 + 3.518 + 1) = 27,591 WCU/s on the tables, the head's 5 writes a second
+    # of 4 WCU, and 10,000 on the index: 37,611 WRU/s x 2,628,000 s = 98,842 M WRU x $0.625
+    # = $61,776; reads of 12,968 RRU/s: $4,259.99 (730 hours at $0.125 a million), so
+    # $66,036.5 a month with storage
+    assert result.monthly_write_cost == pytest.approx(61_776, abs=1)
     assert result.monthly_read_cost == pytest.approx(12_968 * 3_600 * 730 / 1e6 * 0.125, abs=0.01)
-    assert result.monthly_cost == pytest.approx(62_294.7, abs=1)
+    assert result.monthly_cost == pytest.approx(66_036.5, abs=1)
     # where keeping nothing read 50,000 RCU/s, 36,000 of them the board's items and the head
     cold = plan(
         Workload(
