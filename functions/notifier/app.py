@@ -8,13 +8,15 @@ from podium.wiring import notifier
 
 
 def begin(records: list[dict[str, Any]]) -> set[str]:
-    """Each invocation tells or forgets at most one chunk of followers, over all its records."""
+    """Each invocation tells or forgets at most one chunk of followers, over all its records;
+    the batch's leader judgments are made together, a read of each board's leader for all
+    its records."""
     notifier().begin()
-    return set()
+    return notifier().check_leaders(records)
 
 
 def apply(record: dict[str, Any]) -> None:
-    notifier().apply(record)
+    notifier().tell(record)
 
 
 lambda_handler = stream_entrypoint(apply, metric="StreamRecordsNotified", prepare=begin)

@@ -10,7 +10,6 @@ from podium import keys, treebuild
 from podium.counttree import Count, Entry, Inner, Leaf, Node
 from podium.dal.audit import BoardItems, IndexEntry, StoredProfile, StoredScore
 from podium.inspection import BoardState, inspect
-from podium.keys import member_of_key
 from podium.models import BoardSettings, HeadItem, ScoreState
 from tests.treestore import small_nodes
 
@@ -229,7 +228,7 @@ def name(node: Node) -> str:
     """A node as the checker names it: by its level and the member (and score) it starts at."""
     if node.root:
         return "the count tree's root"
-    start = f"{member_of_key(node.lo)} (score {member_of_key(node.lo)[1:]})" if node.lo else "the first key"
+    start = f"the key {node.lo!r}" if node.lo else "the first key"
     return f"the count tree's node of level {node.level} from {start}"
 
 
@@ -277,7 +276,10 @@ def test_inner_counts_ranges_and_unreached_nodes_are_checked() -> None:
     # before its next sibling starts, or a node is reached from nowhere
     off = replaced(nodes, root, replace(root, children={**root.children, lo: Count(count.n + 1, count.sv)}))
     assert first.hi is not None
-    gap = replaced(nodes, first, replace(first, hi=first.hi[:-1]))
+    # (a bound just above the leaf's last key, still below the next leaf's first)
+    short = max(entry.key for entry in first.entries.values()) + " "
+    assert short < first.hi
+    gap = replaced(nodes, first, replace(first, hi=short))
     stray = [*nodes, Leaf("zzz", None, 1, {})]
 
     # Then each is named

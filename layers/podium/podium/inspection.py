@@ -451,7 +451,7 @@ def _shape(nodes: dict[NodeId, Node], describe: Describe, found: Findings) -> tu
         reached[ident(node)] = node
         if not isinstance(node, Inner):
             continue
-        name = _node_name(node, describe)
+        name = _node_name(node)
         bounds = sorted(node.children)
         if bounds[:1] != [node.lo]:
             differs(f"{name}'s first child does not start where it does")
@@ -461,10 +461,10 @@ def _shape(nodes: dict[NodeId, Node], describe: Describe, found: Findings) -> tu
                 differs(f"{name} counts a child from {describe(lo)} that is not there")
                 continue
             if (child.lo, child.hi) != (lo, end):
-                differs(f"{_node_name(child, describe)} does not end where {name} has its next child start")
+                differs(f"{_node_name(child)} does not end where {name} has its next child start")
             if node.children[lo].n != child.total:
                 differs(
-                    f"{name} counts {node.children[lo].n} members under {_node_name(child, describe)}, "
+                    f"{name} counts {node.children[lo].n} members under {_node_name(child)}, "
                     f"which holds {child.total}"
                 )
             pending.append(child)
@@ -473,10 +473,12 @@ def _shape(nodes: dict[NodeId, Node], describe: Describe, found: Findings) -> tu
     return list(reached.values()), differ
 
 
-def _node_name(node: Node, describe: Describe) -> str:
+def _node_name(node: Node) -> str:
+    """A node by its level and where its keys start: a bound between nodes is the shortest
+    string that separates their keys (``counttree.separator``), seldom a whole sort key."""
     if node.root:
         return "the count tree's root"
-    start = describe(node.lo) if node.lo else "the first key"
+    start = f"the key {node.lo!r}" if node.lo else "the first key"
     return f"the count tree's node of level {node.level} from {start}"
 
 

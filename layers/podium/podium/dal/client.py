@@ -217,6 +217,10 @@ class Tables:
     def _table_of(self, request: dict[str, Any]) -> str:
         return routing.table_for(self.settings, routing.partition_of(request))
 
+    @property
+    def rank_index(self) -> str:
+        return self.settings.rank_index_name
+
     def index_for(self, partition: str) -> tuple[str, str]:
         """The ranking index a partition key belongs to, and its key attribute."""
         index = index_of_partition(partition)

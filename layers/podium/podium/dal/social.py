@@ -363,6 +363,12 @@ class Social:
         nothing (its judgment that changes the leader writes the mark itself)."""
         self.tables.put(schema.mark_item(schema.leader_mark(event_id)))
 
+    def mark_leaders_judged(self, event_ids: list[str]) -> None:
+        """``mark_leader_judged`` for several records, 25 a request."""
+        self.tables.batch_write(
+            [{"PutRequest": {"Item": schema.mark_item(schema.leader_mark(e))}} for e in event_ids]
+        )
+
     def clear_leader_pending(self, board_id: str, period: str, version: int) -> None:
         # If a newer leader record replaced ours (the condition fails), its own pending
         # list stands.

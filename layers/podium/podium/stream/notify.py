@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -68,6 +69,19 @@ SettingsOf = Callable[[str], BoardSettings]
 Leader = tuple[str, str, Decimal]  # member id, sort key, score
 
 
+@dataclass
+class LeaderTurn:
+    """One board and period's records of a batch, judged for the leader in order: how many
+    are judged for good (``done``), and the records judged since that changed nothing and
+    whose marks are not yet written."""
+
+    board_id: str
+    period: str
+    records: list[ScoreRecord]
+    done: int = 0
+    unmarked: list[str] = field(default_factory=list)
+
+
 class Notifier:
     def __init__(
         self,
@@ -93,6 +107,16 @@ class Notifier:
         self.budget = self.chunk_size
 
     def apply(self, raw: dict[str, Any]) -> None:
+        """Everything one record tells: its leader judgment and the rest (``tell``). The
+        stream's batches judge their leaders together (``check_leaders``), then ``tell``."""
+        self.tell(raw)
+        record = self._ranked(raw)
+        if record is not None:
+            self.check_leader(record, self.settings_of(record.board_id))
+
+    def tell(self, raw: dict[str, Any]) -> None:
+        """What one record tells but the leader: overtaken followers, the next chunk of a
+        job, a deleted member forgotten."""
         removal = member_removal(raw)
         if removal is not None:
             self.start_forget(FanoutJob.forgetting(removal))
@@ -101,14 +125,20 @@ class Notifier:
         if job is not None:
             self.continue_job(job)
             return
-        record = score_record(raw)
-        if record is None or index_keys_only(raw):  # a re-shard's update: no ranking changed
+        record = self._ranked(raw)
+        if record is None:
             return
-        settings = self.settings_of(record.board_id)
         # A hidden member overtaking someone tells no one.
         if record.new is not None and record.changed and not record.hidden:
-            self.start_fanout(FanoutJob.of(record), settings)
-        self.check_leader(record, settings)
+            self.start_fanout(FanoutJob.of(record), self.settings_of(record.board_id))
+
+    @staticmethod
+    def _ranked(raw: dict[str, Any]) -> ScoreRecord | None:
+        """The record as a change of a ranking (None: it changes none; a re-shard's update
+        of an item's keys in the other index changes none either)."""
+        if member_removal(raw) is not None or fanout_job(raw) is not None or index_keys_only(raw):
+            return None
+        return score_record(raw)
 
     # -- overtaken, a chunk of followers at a time --------------------------------------
 
@@ -250,6 +280,80 @@ class Notifier:
         return max((at for at in moments if at < job.changed_us), default=0)
 
     # -- newLeader --------------------------------------------------------------------
+
+    def check_leaders(self, raws: list[dict[str, Any]]) -> set[str]:
+        """Judge a batch's score records for the leader, each board and period's in the
+        stream's order, from one read of its leader item (``check_leader`` reads it for every
+        record); the eventIDs of the records not judged (they are retried from the first).
+
+        The marks of the records that change nothing are written together (a BatchWriteItem
+        of 25), and always before the leader item is written for a later record of the
+        batch: a record delivered again after a later one moved the leader must find its
+        mark (``check_leader``). A mark not yet written when the invocation dies is the
+        judgment of a record that changed nothing, and nothing changed after it either: its
+        record is judged again as it was."""
+        groups: dict[tuple[str, str], list[ScoreRecord]] = {}
+        for raw in raws:
+            record = self._ranked(raw)
+            if record is not None:
+                groups.setdefault((record.board_id, record.period), []).append(record)
+        failed: set[str] = set()
+        for (board_id, period), records in groups.items():
+            turn = LeaderTurn(board_id, period, records)
+            try:
+                self._judge_in_turn(turn, self.settings_of(board_id))
+            except Exception:
+                log.exception("the leader of %s (%s) could not be judged", board_id, period)
+                failed.update(record.event_id for record in records[turn.done :])
+        return failed
+
+    def _judge_in_turn(self, turn: LeaderTurn, settings: BoardSettings) -> None:
+        """Judge the turn's records in order: the marks of those that change nothing wait
+        until a later one writes the leader, or the end."""
+        known = self.social.get_leader(turn.board_id, turn.period)
+        position, attempts = 0, 0
+        while position < len(turn.records):
+            record = turn.records[position]
+            if known is not None and known.pending:
+                self._mark_judged(turn, position)
+                self._deliver_pending(record, known.pending, known.version)
+                known = self.social.get_leader(turn.board_id, turn.period)
+                continue
+            decision = self._next_leader(record, known, settings)
+            if decision is None:
+                turn.unmarked.append(record.event_id)
+                position += 1
+                continue
+            self._mark_judged(turn, position)
+            leader, pending = decision
+            version = known.version if known else None
+            try:
+                swapped = self.social.swap_leader(
+                    turn.board_id, turn.period, version, leader, pending, record.event_id
+                )
+            except AlreadyApplied:
+                log.info("the leader check of %s was done before", record.event_id)
+                position = turn.done = position + 1
+                continue
+            if not swapped:  # another shard's records moved the leader: judge it again
+                attempts += 1
+                if attempts >= MAX_ATTEMPTS:
+                    raise RuntimeError(f"the leader of {turn.board_id} kept changing under the notifier")
+                known = self.social.get_leader(turn.board_id, turn.period)
+                continue
+            if pending:
+                self._deliver_pending(record, pending, (version or 0) + 1)
+            position = turn.done = position + 1
+            known = self.social.get_leader(turn.board_id, turn.period)
+        self._mark_judged(turn, position)
+
+    def _mark_judged(self, turn: LeaderTurn, position: int) -> None:
+        """Write the marks of the records judged so far that changed nothing: the records
+        before ``position`` are then judged for good."""
+        if turn.unmarked:
+            self.social.mark_leaders_judged(turn.unmarked)
+            turn.unmarked.clear()
+        turn.done = position
 
     def check_leader(self, record: ScoreRecord, settings: BoardSettings) -> None:
         """Judge whether the record changed the board's leader, once per record.
