@@ -228,7 +228,7 @@ def name(node: Node) -> str:
     """A node as the checker names it: by its level and the member (and score) it starts at."""
     if node.root:
         return "the count tree's root"
-    start = f"the key {node.lo!r}" if node.lo else "the first key"
+    start = repr(node.lo) if node.lo else "the first key"
     return f"the count tree's node of level {node.level} from {start}"
 
 

@@ -39,6 +39,27 @@ def gather(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
 
 
 @cache
+def _write_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="podium-write")
+
+
+# A stream consumer's writes sent at once (a batch's count-tree records, member by member,
+# and its reports, parent by parent): enough to keep a shard's batch of a thousand records
+# within its second, not so many that DynamoDB's per-item contention grows.
+WRITERS = 32
+
+
+def gather_writes(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``gather`` on a pool of its own: each task may read with ``gather`` itself, which
+    would wait for a worker of the pool it holds."""
+    if len(items) <= 1:
+        return [function(item) for item in items]
+    futures = [_write_pool().submit(copy_context().run, function, item) for item in items]
+    wait(futures)
+    return [future.result() for future in futures]
+
+
+@cache
 def _side_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=4, thread_name_prefix="podium-side")
 

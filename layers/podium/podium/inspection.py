@@ -474,11 +474,9 @@ def _shape(nodes: dict[NodeId, Node], describe: Describe, found: Findings) -> tu
 
 
 def _node_name(node: Node) -> str:
-    """A node by its level and where its keys start: a bound between nodes is the shortest
-    string that separates their keys (``counttree.separator``), seldom a whole sort key."""
     if node.root:
         return "the count tree's root"
-    start = f"the key {node.lo!r}" if node.lo else "the first key"
+    start = repr(node.lo) if node.lo else "the first key"  # a bound: a separator of keys, seldom a key
     return f"the count tree's node of level {node.level} from {start}"
 
 

@@ -39,6 +39,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Protocol, TypeVar
 
 from podium.counttree import (
     ROOT,
@@ -49,7 +50,6 @@ from podium.counttree import (
     Node,
     NodeId,
     Outcome,
-    Shape,
     Version,
     child_for,
     decide,
@@ -64,6 +64,7 @@ from podium.counttree import (
     withdraw,
 )
 from podium.ports import TreeStore
+from podium.treepaths import Shape
 from podium.values import frozen
 
 MAX_ATTEMPTS = 16  # starts of one record over, after the shape changed under it
@@ -71,6 +72,16 @@ MAX_WRITES = 32  # writes of one leaf or splits of one node overtaken by other w
 SHAPES_CACHED = 64  # boards and periods whose shape a keeper remembers
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Gather(Protocol):
+    """How a batch's independent steps run: ``fanout.gather_writes``, or ``in_turn``."""
+
+    def __call__(self, function: Callable[[T], R], items: Sequence[T]) -> list[R]: ...
+
 
 # The member's score item's version now (None: there is none), read for a replayed record.
 Newest = Callable[[], Version | None]
@@ -117,9 +128,17 @@ def to_the_root(pending: dict[NodeId, Pending]) -> dict[NodeId, Pending]:
     return {node_id: replace(report, full=True) for node_id, report in pending.items()}
 
 
+def in_turn(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    return [function(item) for item in items]
+
+
 class TreeKeeper:
-    def __init__(self, store: TreeStore) -> None:
+    def __init__(self, store: TreeStore, gather: Gather | None = None) -> None:
+        """``gather`` runs a batch's independent steps (each member's records, each
+        parent's report of a level): at once (``fanout.gather_writes``, the stream
+        consumer's), as two consumers' steps meet, or in turn (the default)."""
         self.store = store
+        self.gather: Gather = gather or in_turn
         self._shapes: dict[tuple[str, str], Shape] = {}
 
     def shape(self, tree: Tree) -> Shape:
@@ -159,16 +178,29 @@ class TreeKeeper:
         pending: dict[NodeId, Pending] = {}
         failed: set[int] = set()
         repeated = {m for m, n in Counter(change.member for change in changes).items() if n > 1}
+        by_member: dict[str, list[int]] = {}
         for position, change in enumerate(changes):
-            try:
-                written = self._written(tree, change)
-                if change.member in repeated:
-                    written = to_the_root(written)
+            by_member.setdefault(change.member, []).append(position)
+
+        def member_records(positions: list[int]) -> tuple[list[dict[NodeId, Pending]], list[int]]:
+            """One member's records, in the stream's order (the members at once: records of
+            different members meet in the tree as two consumers' do)."""
+            written_all, failed_here = [], []
+            for position in positions:
+                change = changes[position]
+                try:
+                    written = self._written(tree, change)
+                    written_all.append(to_the_root(written) if change.member in repeated else written)
+                except Exception:
+                    log.exception("a record of the count tree of %s failed", tree.board_id)
+                    failed_here.append(position)
+            return written_all, failed_here
+
+        for written_all, failed_here in self.gather(member_records, list(by_member.values())):
+            for written in written_all:
                 for report_id, report in written.items():
                     enqueue(pending, report_id, report)
-            except Exception:
-                log.exception("a record of the count tree of %s failed", tree.board_id)
-                failed.add(position)
+            failed.update(failed_here)
         try:
             self._report_all(tree, pending)
         except Exception:
@@ -342,8 +374,18 @@ class TreeKeeper:
                 del pending[node_id]
                 parent_id = self._path(tree, node_id[1], level + 1)[-1]
                 groups.setdefault(parent_id, {})[node_id] = report
-            for parent_id, children in groups.items():
-                self._report_to(tree, parent_id, level + 1, children, pending)
+            # the parents of a level at once: each report is one parent's request
+            reports = [(tree, parent_id, level + 1, children) for parent_id, children in groups.items()]
+            for found in self.gather(self._reported, reports):
+                for node_id, report in found.items():
+                    enqueue(pending, node_id, report)
+
+    def _reported(self, report: tuple[Tree, NodeId, int, dict[NodeId, Pending]]) -> dict[NodeId, Pending]:
+        """One parent's report (``_report_to``): what it leaves to report above."""
+        found: dict[NodeId, Pending] = {}
+        tree, parent_id, level, children = report
+        self._report_to(tree, parent_id, level, children, found)
+        return found
 
     def _report_to(
         self,

@@ -5,7 +5,7 @@ The paths are guessed from the shape this process has seen (the inner nodes' chi
 bounds change only when a node splits), and their nodes read in one round: a
 BatchGetItem of their union (100 keys a request, the requests at once), a height's worth
 of items for one key, the shared upper levels once for many. Every path is checked
-(``counttree.walk``: each node holds the key, and is the child its parent names for it).
+(``treepaths.walk``: each node holds the key, and is the child its parent names for it).
 Where the shape is not known that far, the rest of the path is read a level at a time,
 and the shape learns it; a path whose nodes disagree (read at different moments, across
 a split) is read again from the root, strongly consistent.
@@ -15,19 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from podium.counttree import (
-    BELOW_EVERY_KEY,
-    ROOT,
-    Leaf,
-    Node,
-    NodeId,
-    Shape,
-    count_below,
-    node_bytes,
-    walk,
-)
+from podium.counttree import BELOW_EVERY_KEY, ROOT, Leaf, Node, NodeId, node_bytes
 from podium.ports import TreeStore
 from podium.recent import Recent
+from podium.treepaths import Shape, count_below, walk
 from podium.values import frozen
 
 MAX_ROUNDS = 8  # reads again of paths that keep changing under the read

@@ -47,7 +47,7 @@ class RankUpkeep:
         self.settings_of = settings_of
         self.clock = clock  # the consumer's: a tombstone's time, to drop it a day later
         # One keeper for the process (a function instance): it remembers the shapes seen.
-        self.keeper = TreeKeeper(tree)
+        self.keeper = TreeKeeper(tree, gather=fanout.gather_writes)
 
     # -- shared -----------------------------------------------------------------------
 
