@@ -17,7 +17,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR):$(CURDIR)/cli:$(CURDIR)/c
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-treewrites bench-periods token redrive browser screenshots
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-treewrites bench-quiet bench-periods token redrive browser screenshots
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -157,6 +157,9 @@ bench-streams: setup ## Put N members (default 2,000) into a local stack with it
 
 bench-treewrites: setup $(VENV)/.bench-installed ## What the stream consumer writes for one score change on a board of N members (default 1,000,000) loaded in bulk: far moves (a random new score) and near moves (one point up), in batches of 1, 100 and 1,000 records (bench/treewrites.py; the planner's TREE_WCU_FAR_MOVE and TREE_WCU_NEAR_MOVE): make bench-treewrites N=100000
 	$(PY) -m bench.treewrites --members $(if $(filter command line,$(origin N)),$(N),1000000)
+
+bench-quiet: setup $(VENV)/.bench-installed ## What one score change writes on a quiet board, every function counted (the API, the aggregator, the notifier; bench/quietwrites.py): boards of 30 and 1,000 members added through the local stack, then 60 far moves at 2 a second: make bench-quiet ARGS="--members 30,1000 --changes 60 --rate 2"
+	$(PY) -m bench.quietwrites $(ARGS)
 
 bench-periods: setup ## What announcing a period's results costs per member told: a weekly board of N members (default 10,000), its week ended on the clock, the job run (bench/periodresults.py): make bench-periods N=10000
 	$(PY) -m bench.periodresults --members $(if $(filter command line,$(origin N)),$(N),10000)
