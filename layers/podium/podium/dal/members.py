@@ -23,7 +23,7 @@ from podium.dal.client import (
 )
 from podium.errors import HiddenChanged, WriteUnconfirmed
 from podium.idempotency import RecordedSubmission, SubmissionKey
-from podium.models import Placement, ScoreChange, ScoreState
+from podium.models import EventPage, Placement, ScoreChange, ScoreState
 
 PROFILE_FIELDS = "data, createdAt, updatedAt"
 # The profile's ``hidden`` attribute exists only while the member is hidden (true).
@@ -239,6 +239,7 @@ class Members:
         period: str,
         mark: str | None = None,
         answer: tuple[SubmissionKey, ScoreChange] | None = None,
+        consumes: Sequence[EventPage] = (),
     ) -> None:
         """Replace the score item if it still has ``expected_version`` (optimistic
         locking), or (None) write the member's first score in ``period`` if the member
@@ -248,7 +249,9 @@ class Members:
         With ``mark``, the mark of the stream record that causes the change is written in
         the same transaction, so the change is applied once (else AlreadyApplied). With
         ``answer``, so is the record of the submission's Idempotency-Key (AlreadyApplied
-        when the key has one: the submission was applied before).
+        when the key has one: the submission was applied before). With ``consumes``, so is
+        the removal of those pages of the event log, each as it is now (AlreadyApplied when
+        one is gone or has changed form: another fold took it, or its ids were claimed).
 
         Applied once also when the database's answer is lost: a transaction sent again by
         botocore carries the same ClientRequestToken, so DynamoDB does not apply it twice;
@@ -271,14 +274,19 @@ class Members:
             actions.append(("member", {"ConditionCheck": check}))
         if answer is not None:
             actions.append(("answer", {"Put": idempotency.record_put(board_id, member_id, *answer)}))
+        for page in consumes:
+            page_key = codecs.page_key(page)
+            actions.append(
+                ("page", {"Delete": {"Key": page_key, "ConditionExpression": "attribute_exists(pk)"}})
+            )
         actions.append(("score", {"Put": put}))
         try:
             if len(actions) == 1:
                 return self._put_score(put, expected_version, token)
             codes = self.tables.transact([action for _, action in actions])
         except WriteUnconfirmed as unconfirmed:
-            if mark is not None:
-                raise  # the stream delivers the record again, and its mark tells
+            if mark is not None or consumes:
+                raise  # the stream delivers the record again, and its mark (or pages) tell
             return self._settle(board_id, member_id, period, expected_version, token, answer, unconfirmed)
         if codes is None:
             return
@@ -289,6 +297,8 @@ class Members:
             raise AlreadyApplied(str(mark))
         if "answer" in failed:
             raise AlreadyApplied(f"Idempotency-Key of {member_id}")
+        if "page" in failed:
+            raise AlreadyApplied(f"pages of events of {member_id}")
         if "member" in failed:
             hidden = self.hidden(board_id, member_id)
             if hidden is None:
