@@ -140,8 +140,8 @@ def test_a_request_settling_its_pages_while_the_fold_takes_them_counts_once(
     assert service.folder.fold(_log_records(table_stream, board)) == set()
 
     # Then each event counted once
-    member, pending = service.members.fresh_member(board, "a")
-    assert (member.score, pending) == (Decimal(3), 0)
+    read, pending = service.members.fresh_member(board, "a")
+    assert (read.score, pending) == (Decimal(3), 0)
     assert service.members.get_member(board, "a").score == 3
     assert service.members.get_member(board, "b").score == 4
 
@@ -191,13 +191,13 @@ def test_any_regrouping_and_redelivery_of_the_log_counts_each_distinct_event_onc
     distinct: dict[str, set[tuple[str | None, int, Decimal]]] = {m: set() for m in MEMBERS}
     claimed: dict[str, set[tuple[str | None, int, Decimal]]] = {m: set() for m in MEMBERS}
     for number, (sent, failed) in enumerate(requests):
-        batch = [EventRequest(m, _value_of(m, e, v), e) for m, e, v in sent]
+        logged = [EventRequest(m, _value_of(m, e, v), e) for m, e, v in sent]
         if failed:
-            _log_without_claiming(service, board, batch)
+            _log_without_claiming(service, board, logged)
         else:
-            service.members.log_events(board, batch)
-        with_ids = {event.member_id for event in batch if event.event_id}
-        for position, event in enumerate(batch):
+            service.members.log_events(board, logged)
+        with_ids = {event.member_id for event in logged if event.event_id}
+        for position, event in enumerate(logged):
             # an event without an id is its own; one with an id is one per member and id
             name = (event.event_id, -1) if event.event_id else (None, number * 100 + position)
             distinct[event.member_id].add((*name, event.value))

@@ -12,8 +12,11 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from datetime import datetime
 from decimal import Decimal
+from functools import cache
 
 from podium import events, keys, numbers, retry
 from podium.dal import codecs
@@ -31,7 +34,16 @@ COMMIT_PAGES = 90
 # took a page, or its request settled it meanwhile).
 REREADS = 8
 
+MEMBERS_AT_ONCE = 16  # members of a batch folded at once
+
 SettingsOf = Callable[[str], BoardSettings]
+
+
+@cache
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=MEMBERS_AT_ONCE, thread_name_prefix="podium-fold")
+
+
 Clock = Callable[[], datetime]
 
 
@@ -55,14 +67,23 @@ class Folder:
                 # a page's two forms are one page: its records fold together
                 ids, _ = groups[(page.board_id, page.member_id)].setdefault(page.request, ([], page))
                 ids.append(str(record["eventID"]))
-        failed: set[str] = set()
-        for (board_id, member_id), pages in groups.items():
+
+        def fold_one(group: tuple[tuple[str, str], dict[str, tuple[list[str], EventPage]]]) -> list[str]:
+            (board_id, member_id), pages = group
             try:
                 self.fold_member(board_id, member_id, [page for _, page in pages.values()])
             except Exception:
                 log.exception("folding %d pages of %s on %s failed", len(pages), member_id, board_id)
-                failed.update(record_id for ids, _ in pages.values() for record_id in ids)
-        return failed
+                return [record_id for ids, _ in pages.values() for record_id in ids]
+            return []
+
+        # The members at once, each on a thread of the fold's own pool: a member's fold fans
+        # out on the main pool (its batched reads), which this must not wait for a place in.
+        items = list(groups.items())
+        if len(items) <= 1:
+            return {record_id for group in items for record_id in fold_one(group)}
+        futures = [_pool().submit(copy_context().run, fold_one, group) for group in items]
+        return {record_id for future in futures for record_id in future.result()}
 
     def fold_member(self, board_id: str, member_id: str, pages: list[EventPage]) -> None:
         """Fold the member's pages that are still in the log, in the form they have now."""
