@@ -12,11 +12,12 @@ each with an ``eventId`` as the Python client sends them) in requests of 100 fro
 (``MemberService.log_events``); a ``--resent`` share of the requests is sent again (the
 same ids: counted once). Then it reads the stream and hands the aggregator's records to
 the fold (``Folder.fold``, what ``functions/aggregator`` runs per batch) in batches of the
-template's ``BatchSize``, measuring every DynamoDB request the fold makes (DynamoDB
-Local's consumed capacity, at DynamoDB's minimums: ``bench.measure``), and then hands
-every batch over again (a redelivery: nothing may count twice). It prints, per event
-folded, the requests (by operation), WCU and RCU, and each batch's seconds; and checks
-each member's score against the distinct events sent.
+template's ``BatchSize``, measuring every DynamoDB request the fold makes, and then hands
+every batch over again (a redelivery: nothing may count twice). It prints, per event, the
+requests (by operation), WCU and RCU of the ingest, of the fold and of the redelivery, and
+each batch's seconds; and checks each member's score against the distinct events sent. RCU
+are DynamoDB Local's consumed capacity at DynamoDB's minimums (``bench.measure``); WCU are
+billed from the requests themselves (``Biller``: DynamoDB Local undercounts transactions).
 
 Last, for each ``--waiting`` count, it logs that many events of one more member (nothing
 folds them) and reads the member fresh (``MemberService.fresh_member``, what
@@ -28,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
+import threading
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -44,7 +47,7 @@ from devstack.stack import create_tables
 from devstack.streamtail import StreamTail
 from podium import cost
 from podium.config import Settings
-from podium.dal import Database
+from podium.dal import Database, codecs, schema
 from podium.errors import Conflict
 from podium.stream.filters import wanted
 from podium.validation import EventRequest, board_request, member_request
@@ -53,6 +56,76 @@ from podium.wiring import Services
 BOARD = "event-fold"
 LOG = Path(__file__).resolve().parent.parent / "bench-data" / "eventfold" / "dynamodb-local.log"
 REQUEST_EVENTS = 100
+
+
+class Biller:
+    """The write units DynamoDB bills the requests of the clients it is attached to, from the
+    requests themselves: DynamoDB Local's consumed capacity undercounts transactions (it
+    reported some 0.5 WCU an action where DynamoDB bills 2 a KB). An item written costs 1 WCU
+    a KB (rounded up), 2 in a transaction; a delete, update or condition check costs what the
+    item weighs, known when this run wrote it (else 1 KB); a write of an item in
+    ``LogIndex`` (keys only) costs 1 more, and a score item's write 2 more on the ranking
+    index (its key moves: a delete and a put there). Cancelled transactions and failed
+    conditions are not counted: few, and only where ids are reused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sizes: dict[tuple[str, str], tuple[int, bool]] = {}  # key -> (units, in LogIndex)
+        self.wcu = 0.0
+
+    def attach(self, client: Any) -> Any:
+        client.meta.events.register("provide-client-params.dynamodb.*", self._asked)
+        client.meta.events.register("after-call.dynamodb.*", self._billed)
+        return client
+
+    @staticmethod
+    def _asked(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["biller_params"] = params
+
+    def _item(self, item: dict[str, Any]) -> tuple[float, tuple[str, str]]:
+        key = (item["pk"]["S"], item["sk"]["S"])
+        units = max(1, math.ceil(codecs.item_bytes(item) / 1024))
+        with self._lock:
+            self._sizes[key] = (units, schema.LOG_INDEX_PK in item)
+        index = (1 if schema.LOG_INDEX_PK in item else 0) + (2 if "rpk" in item else 0)
+        return units + index, key
+
+    def _known(self, key: dict[str, Any]) -> float:
+        with self._lock:
+            units, indexed = self._sizes.pop((key["pk"]["S"], key["sk"]["S"]), (1, False))
+        return units + (1 if indexed else 0)
+
+    def _billed(self, model: Any, http_response: Any, context: dict[str, Any], **_: Any) -> None:
+        params = context.get("biller_params")
+        if params is None or getattr(http_response, "status_code", 200) >= 400:
+            return
+        total = 0.0
+        if model.name == "PutItem":
+            total = self._item(params["Item"])[0]
+        elif model.name in ("UpdateItem", "DeleteItem"):
+            total = self._known(params["Key"])
+        elif model.name == "BatchWriteItem":
+            for requests in params["RequestItems"].values():
+                for request in requests:
+                    if "PutRequest" in request:
+                        total += self._item(request["PutRequest"]["Item"])[0]
+                    else:
+                        total += self._known(request["DeleteRequest"]["Key"])
+        elif model.name == "TransactWriteItems":
+            for action in params["TransactItems"]:
+                kind, body = next(iter(action.items()))
+                if kind == "Put":
+                    units = self._item(body["Item"])[0]
+                else:
+                    units = self._known(body["Key"]) if kind != "ConditionCheck" else 1
+                total += 2 * units
+        with self._lock:
+            self.wcu += total
+
+    def take(self) -> float:
+        with self._lock:
+            billed, self.wcu = self.wcu, 0.0
+        return billed
 
 
 def aggregator() -> template.StreamConsumer:
@@ -77,13 +150,14 @@ def per_event(sample: dict[str, float], events: int) -> dict[str, float]:
 
 
 def fold_batches(
-    service: Services, recorder: Recorder, batches: list[list[dict[str, Any]]]
+    service: Services, recorder: Recorder, biller: Biller, batches: list[list[dict[str, Any]]]
 ) -> dict[str, Any]:
     """Fold each batch as the aggregator would; what it cost, in all and batch by batch."""
     seconds: list[float] = []
     operations: Counter[str] = Counter()
     busy: dict[str, float] = {}
     totals = {"requests": 0.0, "wcu": 0.0, "rcu": 0.0}
+    biller.take()
     failed = 0
     for batch in batches:
         with recorder.window() as window:
@@ -94,7 +168,7 @@ def fold_batches(
         for call in window.calls:
             busy[call.operation] = busy.get(call.operation, 0.0) + call.ended - call.started
         totals["requests"] += sample.requests
-        totals["wcu"] += sample.wcu
+        totals["wcu"] += biller.take()
         totals["rcu"] += sample.rcu
     return {
         "batches": len(batches),
@@ -135,8 +209,9 @@ def measure(
         arns = create_tables(client, spec)
         settings = Settings(table_name=spec.table_names["LeaderboardTable"])
         writer = Services(Database.connect(settings, client=client))
-        recorder = Recorder()
-        metered = Services(Database.connect(settings, client=recorder.attach(local_client(server.endpoint))))
+        recorder, biller = Recorder(), Biller()
+        metered_client = biller.attach(recorder.attach(local_client(server.endpoint)))
+        metered = Services(Database.connect(settings, client=metered_client))
         tail = StreamTail(local_client(server.endpoint, "dynamodbstreams"), arns["LeaderboardTable"])
 
         writer.boards.put_board(BOARD, board_request({"operator": "increment", "shards": Decimal(4)}))
@@ -148,15 +223,17 @@ def measure(
         requests = requests_of(names, events, seed)
         again = random.Random(seed + 1).sample(requests, int(len(requests) * resent))
         say(f"logging {events:,} events for {members} members from {clients} clients")
+        biller.take()
         with recorder.window() as window, ThreadPoolExecutor(max_workers=clients) as pool:
             list(pool.map(lambda r: metered.members.log_events(BOARD, r), requests + again))
         ingest = Sample.of(window)
+        ingest_wcu = biller.take()
         logged = {
             "seconds": round(ingest.seconds, 2),
             "requests_sent_twice": len(again),
             "operations": by_operation(window),
             "per_event": per_event(
-                {"requests": ingest.requests, "wcu": ingest.wcu, "rcu": ingest.rcu}, events
+                {"requests": ingest.requests, "wcu": ingest_wcu, "rcu": ingest.rcu}, events
             ),
         }
 
@@ -165,9 +242,9 @@ def measure(
         size = consumer.batch_size
         batches = [records[i : i + size] for i in range(0, len(records), size)]
         say(f"folding {len(records):,} records in {len(batches)} batches of up to {size}")
-        first = fold_batches(metered, recorder, batches)
+        first = fold_batches(metered, recorder, biller, batches)
         say(f"the same {len(batches)} batches again (a redelivery)")
-        second = fold_batches(metered, recorder, batches)
+        second = fold_batches(metered, recorder, biller, batches)
 
         expected = Counter(event.member_id for request in requests for event in request)
         scores = {name: writer.members.get_member(BOARD, name).score for name in names}
