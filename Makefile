@@ -15,7 +15,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-treewrites bench-periods token redrive browser screenshots
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-treewrites bench-periods bench-events token redrive browser screenshots
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -155,6 +155,9 @@ bench-streams: setup ## Put N members (default 2,000) into a local stack with it
 
 bench-treewrites: setup $(VENV)/.bench-installed ## What the stream consumer writes for one score change on a board of N members (default 1,000,000) loaded in bulk: far moves (a random new score) and near moves (one point up), in batches of 1, 100 and 1,000 records (bench/treewrites.py; the planner's TREE_WCU_FAR_MOVE and TREE_WCU_NEAR_MOVE): make bench-treewrites N=100000
 	$(PY) -m bench.treewrites --members $(if $(filter command line,$(origin N)),$(N),1000000)
+
+bench-events: setup ## What the event log costs per event (ingest, fold, a redelivery: requests, WCU as DynamoDB bills them, RCU) and a fresh read with 2,000 and 10,000 events waiting, on a DynamoDB Local of its own (bench/eventfold.py; docs/event-log.md): make bench-events ARGS="--events 10000 --members 4"
+	$(PY) -m bench.eventfold $(ARGS)
 
 bench-periods: setup ## What announcing a period's results costs per member told: a weekly board of N members (default 10,000), its week ended on the clock, the job run (bench/periodresults.py): make bench-periods N=10000
 	$(PY) -m bench.periodresults --members $(if $(filter command line,$(origin N)),$(N),10000)

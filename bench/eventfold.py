@@ -2,13 +2,13 @@
 what a fresh read costs with many events waiting (docs/event-log.md).
 
     python -m bench.eventfold [--events 10000] [--members 4] [--clients 8] [--resent 0.1]
-                              [--waiting 2000,10000]
+                              [--waiting 2000,10000] [--per-request 100]
 
 It starts a DynamoDB Local of its own (in memory, ``bench.run.own_dynamodb``; its log in
 ``bench-data/eventfold/``) with the template's tables and their stream, creates an
 ``increment`` board with ``--members`` members, and logs ``--events`` events (value 1,
-each with an ``eventId`` as the Python client sends them) in requests of 100 from
-``--clients`` threads, through the service's own write path
+each with an ``eventId`` as the Python client sends them), ``--per-request`` a request,
+from ``--clients`` threads, through the service's own write path
 (``MemberService.log_events``); a ``--resent`` share of the requests is sent again (the
 same ids: counted once). Then it reads the stream and hands the aggregator's records to
 the fold (``Folder.fold``, what ``functions/aggregator`` runs per batch) in batches of the
@@ -49,6 +49,7 @@ from podium import cost
 from podium.config import Settings
 from podium.dal import Database, codecs, schema
 from podium.errors import Conflict
+from podium.events import LOG_PARTITIONS, pages_per_partition
 from podium.stream.filters import wanted
 from podium.validation import EventRequest, board_request, member_request
 from podium.wiring import Services
@@ -65,8 +66,8 @@ class Biller:
     a KB (rounded up), 2 in a transaction; a delete, update or condition check costs what the
     item weighs, known when this run wrote it (else 1 KB); a write of an item in
     ``LogIndex`` (keys only) costs 1 more, and a score item's write 2 more on the ranking
-    index (its key moves: a delete and a put there). Cancelled transactions and failed
-    conditions are not counted: few, and only where ids are reused."""
+    index (its key moves: a delete and a put there), in a transaction or not. Cancelled
+    transactions and failed conditions are not counted: few, and only where ids are reused."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -82,18 +83,18 @@ class Biller:
     def _asked(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context["biller_params"] = params
 
-    def _item(self, item: dict[str, Any]) -> tuple[float, tuple[str, str]]:
+    def _item(self, item: dict[str, Any]) -> tuple[float, float]:
+        """What writing ``item`` bills: on the table, and on the indexes (never doubled)."""
         key = (item["pk"]["S"], item["sk"]["S"])
         units = max(1, math.ceil(codecs.item_bytes(item) / 1024))
         with self._lock:
             self._sizes[key] = (units, schema.LOG_INDEX_PK in item)
-        index = (1 if schema.LOG_INDEX_PK in item else 0) + (2 if "rpk" in item else 0)
-        return units + index, key
+        return units, (1 if schema.LOG_INDEX_PK in item else 0) + (2 if "rpk" in item else 0)
 
-    def _known(self, key: dict[str, Any]) -> float:
+    def _known(self, key: dict[str, Any]) -> tuple[float, float]:
         with self._lock:
             units, indexed = self._sizes.pop((key["pk"]["S"], key["sk"]["S"]), (1, False))
-        return units + (1 if indexed else 0)
+        return units, 1 if indexed else 0
 
     def _billed(self, model: Any, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         params = context.get("biller_params")
@@ -101,24 +102,26 @@ class Biller:
             return
         total = 0.0
         if model.name == "PutItem":
-            total = self._item(params["Item"])[0]
+            total = sum(self._item(params["Item"]))
         elif model.name in ("UpdateItem", "DeleteItem"):
-            total = self._known(params["Key"])
+            total = sum(self._known(params["Key"]))
         elif model.name == "BatchWriteItem":
             for requests in params["RequestItems"].values():
                 for request in requests:
                     if "PutRequest" in request:
-                        total += self._item(request["PutRequest"]["Item"])[0]
+                        total += sum(self._item(request["PutRequest"]["Item"]))
                     else:
-                        total += self._known(request["DeleteRequest"]["Key"])
+                        total += sum(self._known(request["DeleteRequest"]["Key"]))
         elif model.name == "TransactWriteItems":
             for action in params["TransactItems"]:
                 kind, body = next(iter(action.items()))
                 if kind == "Put":
-                    units = self._item(body["Item"])[0]
+                    table, index = self._item(body["Item"])
+                elif kind == "ConditionCheck":
+                    table, index = 1, 0
                 else:
-                    units = self._known(body["Key"]) if kind != "ConditionCheck" else 1
-                total += 2 * units
+                    table, index = self._known(body["Key"])
+                total += 2 * table + index
         with self._lock:
             self.wcu += total
 
@@ -132,13 +135,13 @@ def aggregator() -> template.StreamConsumer:
     return next(c for c in template.read("").stream_consumers() if c.function == "AggregatorFunction")
 
 
-def requests_of(members: list[str], events: int, seed: int) -> list[list[EventRequest]]:
-    """``events`` events of value 1 spread over ``members`` at random, 100 a request, each
-    with an id of its own."""
+def requests_of(members: list[str], events: int, seed: int, per_request: int) -> list[list[EventRequest]]:
+    """``events`` events of value 1 spread over ``members`` at random, ``per_request`` a
+    request, each with an id of its own."""
     draw = random.Random(seed)
     chosen = [draw.choice(members) for _ in range(events)]
     sent = [EventRequest(member, Decimal(1), f"e-{n}") for n, member in enumerate(chosen)]
-    return [sent[i : i + REQUEST_EVENTS] for i in range(0, len(sent), REQUEST_EVENTS)]
+    return [sent[i : i + per_request] for i in range(0, len(sent), per_request)]
 
 
 def by_operation(window: Window) -> dict[str, int]:
@@ -201,7 +204,7 @@ def fresh_read(service: Services, recorder: Recorder, member: str) -> dict[str, 
 
 
 def measure(
-    events: int, members: int, clients: int, resent: float, waiting: list[int], seed: int
+    events: int, members: int, clients: int, resent: float, waiting: list[int], seed: int, per_request: int
 ) -> dict[str, Any]:
     with own_dynamodb(LOG) as server:
         client = local_client(server.endpoint)
@@ -220,7 +223,7 @@ def measure(
             writer.members.put_member(BOARD, name, member_request({}))
         tail.read()  # the board's and members' records are no part of the fold
 
-        requests = requests_of(names, events, seed)
+        requests = requests_of(names, events, seed, per_request)
         again = random.Random(seed + 1).sample(requests, int(len(requests) * resent))
         say(f"logging {events:,} events for {members} members from {clients} clients")
         biller.take()
@@ -272,6 +275,7 @@ def measure(
             "events": events,
             "members": members,
             "clients": clients,
+            "events_a_request": per_request,
             "ingest": logged,
             "fold": {**first, "per_event": per_event(_costs(first), events)},
             "redelivery": {**second, "per_event": per_event(_costs(second), events)},
@@ -299,9 +303,12 @@ def main() -> None:
     parser.add_argument("--resent", type=float, default=0.1, help="the share of requests sent twice")
     parser.add_argument("--waiting", default="2000,10000", help="events waiting for each fresh read")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--per-request", type=int, default=REQUEST_EVENTS, help="events a request (1 to 100)")
     args = parser.parse_args()
     waiting = [int(n) for n in args.waiting.split(",") if n]
-    result = measure(args.events, args.members, args.clients, args.resent, waiting, args.seed)
+    result = measure(
+        args.events, args.members, args.clients, args.resent, waiting, args.seed, args.per_request
+    )
     print(json.dumps(result, indent=2))
     ingest, fold, again = result["ingest"], result["fold"], result["redelivery"]
     print(f"\ningest: {result['events']:,} events in {ingest['seconds']} s; per event {_costs_line(ingest)}")
@@ -313,6 +320,13 @@ def main() -> None:
         f"redelivery: {again['seconds']} s; per event {_costs_line(again)}; "
         f"scores exact: {result['scores_exact']}"
     )
+    for board_length, member_length in ((len(BOARD), len("hot-10000")), (20, 20), (200, 200)):
+        most = pages_per_partition("b" * board_length, "m" * member_length, cost.READ_BOUND)
+        print(
+            f"a fresh read counts up to {most:,} pages in each of the {LOG_PARTITIONS} partitions "
+            f"(ids of {board_length} and {member_length} characters): some {most * LOG_PARTITIONS:,} "
+            "requests' events in all, if they spread evenly"
+        )
     for read in result["fresh"]:
         print(
             f"fresh read, {read['waiting']:,} waiting: {read['status']}, {read['requests']} requests, "

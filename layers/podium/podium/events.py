@@ -104,6 +104,40 @@ def settled(page: EventPage, held: set[tuple[str, str]]) -> EventPage:
     return replace(page, claimed=True, total=sum(kept, Decimal(0)), count=len(kept), events=())
 
 
+TRANSACTION_ACTIONS = 100
+LOG_ROUNDS = 8  # transactions of a request's pages and claims: each round drops the ids found taken
+
+
+def log(eventlog: EventStore, pages: Sequence[EventPage], now: datetime, expires: int) -> bool:
+    """Log a request's pages. When its pages and the claims of its ids fit in one transaction,
+    write them together, the pages claimed already (an id found taken is left out, and the
+    transaction sent again): True. Else log the pages as they are, all or none, and return
+    False: the caller claims their ids and settles them (``claim``, ``settle_pages``)."""
+    claiming = [page for page in pages if not page.claimed]
+    claims = ids_to_claim(claiming)
+    if not claims or len(claims) + len(pages) > TRANSACTION_ACTIONS:
+        eventlog.log_pages(pages, expires)
+        return not claiming
+    board_id, request = pages[0].board_id, pages[0].request
+    taken: set[tuple[str, str]] = set()
+    for _ in range(LOG_ROUNDS):
+        held = set(claims) - taken
+        final = [page if page.claimed else settled(page, held) for page in pages]
+        lost = eventlog.log_claimed_pages(
+            board_id,
+            [page for page in final if page.count],
+            [pair for pair in claims if pair in held],
+            request,
+            int(now.timestamp()) + ID_WINDOW_SECONDS,
+            int(now.timestamp()),
+            expires,
+        )
+        if lost is None:
+            return True
+        taken |= lost
+    raise Conflict("the events' ids could not be claimed: too much contention; retry")
+
+
 def claim(eventlog: EventStore, pages: Sequence[EventPage], now: datetime) -> list[EventPage]:
     """Claim the ids of the pages being claimed (all of one request) for their request, and
     give each page's claimed form; claimed pages are given as they are."""
@@ -137,13 +171,10 @@ def fresh_score(
     failed): its events count once claimed, or once folded."""
     budget = cost.READ_BOUND if budget is None else budget
     spent = 0.0
-    largest = PAGE_FIXED_BYTES + 2 * len(board_id) + len(member_id)
     for _ in range(FRESH_TRIES):
-        # A try reads the score twice and each partition once, at one read unit at least each.
-        room = budget - spent - 2 - LOG_PARTITIONS
-        if room < 0:
+        if budget - spent - 2 - LOG_PARTITIONS < 0:
             break
-        most = max(1, int((1 + room / LOG_PARTITIONS) * cost.BLOCK_BYTES // largest))
+        most = pages_per_partition(board_id, member_id, budget - spent)
         before = members.get_score(board_id, member_id, period)
         pages, sizes, whole = eventlog.claimed_pages(board_id, member_id, most)
         spent += 2 + sum(cost.units(size, consistent=True) for size in sizes)
@@ -155,6 +186,15 @@ def fresh_score(
             total = sum((page.total for page in pending), Decimal(0))
             return after, total, sum(page.count for page in pending)
     raise Conflict(f"{member_id} is being folded too often to read fresh; retry")
+
+
+def pages_per_partition(board_id: str, member_id: str, budget: float) -> int:
+    """How many claimed pages a fresh read may read in each partition of the member's log
+    within ``budget`` read units: a try reads the score twice and each partition once, at
+    one read unit at least each, and a page is at most ``PAGE_FIXED_BYTES`` and its ids."""
+    room = budget - 2 - LOG_PARTITIONS
+    largest = PAGE_FIXED_BYTES + 2 * len(board_id) + len(member_id)
+    return max(1, int((1 + room / LOG_PARTITIONS) * cost.BLOCK_BYTES // largest))
 
 
 def too_many(member_id: str, read: int) -> Conflict:

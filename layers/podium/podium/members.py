@@ -327,7 +327,8 @@ class MemberService:
         now = self.boards.clock()
         pages = events.to_pages(board_id, settings, requests, now)
         expires = int(now.timestamp()) + events.LOG_TTL_SECONDS
-        self.eventlog.log_pages(pages, expires)
+        if events.log(self.eventlog, pages, now, expires):
+            return len(requests)
         # Logged: the fold counts them, whatever happens next. Claiming the ids now lets a
         # fresh read count them before the fold does (docs/event-log.md).
         claiming = [page for page in pages if not page.claimed]

@@ -255,6 +255,16 @@ class EventStore(Protocol):
     (``podium.events``, ``podium.stream.fold``)."""
 
     def log_pages(self, pages: Sequence[EventPage], expires: int) -> None: ...
+    def log_claimed_pages(
+        self,
+        board_id: str,
+        pages: Sequence[EventPage],
+        claims: Sequence[tuple[str, str]],
+        request: str,
+        claim_expires: int,
+        now: int,
+        expires: int,
+    ) -> set[tuple[str, str]] | None: ...
     def claim_ids(
         self, board_id: str, claims: Sequence[tuple[str, str]], request: str, expires: int, now: int
     ) -> set[tuple[str, str]]: ...

@@ -38,6 +38,52 @@ class EventLog:
         if codes is not None:
             raise RuntimeError(f"the events were not logged: {codes}")
 
+    def log_claimed_pages(
+        self,
+        board_id: str,
+        pages: Sequence[EventPage],
+        claims: Sequence[tuple[str, str]],
+        request: str,
+        claim_expires: int,
+        now: int,
+        expires: int,
+    ) -> set[tuple[str, str]] | None:
+        """Insert claimed pages together with the claims of their ids, all or none, in one
+        transaction (they fit in its 100 actions): None once written; else the claims found
+        taken by another request (nothing was written: leave them out and send again), or
+        none when another writer's transaction held one a moment."""
+        actions: list[Any] = [self._claim_put(board_id, pair, request, claim_expires, now) for pair in claims]
+        actions += [{"Put": {"Item": codecs.page_item(page, expires)}} for page in pages]
+        if not actions:
+            return None
+        codes = self.tables.transact(actions)
+        if codes is None:
+            return None
+        lost = {pair for pair, code in zip(claims, codes, strict=False) if code == "ConditionalCheckFailed"}
+        if not lost and any(code not in ("None", "TransactionConflict") for code in codes):
+            raise RuntimeError(f"the events were not logged: {codes}")
+        if not lost:
+            time.sleep(random.uniform(0.005, 0.02))
+        return lost
+
+    def _claim_put(
+        self, board_id: str, pair: tuple[str, str], request: str, expires: int, now: int
+    ) -> dict[str, Any]:
+        member_id, event_id = pair
+        item = {
+            **schema.claim_key(board_id, member_id, event_id),
+            "r": {"S": request},
+            "ttl": {"N": str(expires)},
+        }
+        return {
+            "Put": {
+                "Item": item,
+                "ConditionExpression": "attribute_not_exists(pk) OR r = :r OR #ttl < :now",
+                "ExpressionAttributeNames": {"#ttl": "ttl"},
+                "ExpressionAttributeValues": {":r": {"S": request}, ":now": {"N": str(now)}},
+            }
+        }
+
     def claim_ids(
         self, board_id: str, claims: Sequence[tuple[str, str]], request: str, expires: int, now: int
     ) -> set[tuple[str, str]]:
@@ -48,20 +94,7 @@ class EventLog:
         without the ids it names (DynamoDB says which action failed)."""
 
         def put(pair: tuple[str, str]) -> dict[str, Any]:
-            member_id, event_id = pair
-            item = {
-                **schema.claim_key(board_id, member_id, event_id),
-                "r": {"S": request},
-                "ttl": {"N": str(expires)},
-            }
-            return {
-                "Put": {
-                    "Item": item,
-                    "ConditionExpression": "attribute_not_exists(pk) OR r = :r OR #ttl < :now",
-                    "ExpressionAttributeNames": {"#ttl": "ttl"},
-                    "ExpressionAttributeValues": {":r": {"S": request}, ":now": {"N": str(now)}},
-                }
-            }
+            return self._claim_put(board_id, pair, request, expires, now)
 
         def claim(chunk: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
             pending = list(chunk)
