@@ -6,11 +6,12 @@ Following the log-and-snapshot pattern: writes to a hot counter are inserts only
 fold plus the events logged since.
 
 * **Ingest** writes a request's events as one *page* per member (all of a request's pages in
-  one transaction), then claims each client ``eventId`` for 24 hours, per member of the
+  one transaction) and claims each client ``eventId`` for 24 hours, per member of the
   board: the first request to claim an id holds it, and a later event of the member that
-  reuses it is not counted. Then each page is *settled*: replaced by its claimed form, the
-  sum and number of its events less those reusing an id. Pages of events without ids are
-  claimed as written.
+  reuses it is not counted. When the claims fit in the pages' transaction they go in it,
+  and the pages are written claimed: their events' sum and number less those reusing an id.
+  Else the pages are written first, the ids claimed after, and each page then *settled*:
+  replaced by its claimed form. Pages of events without ids are claimed as written.
 * **Fold**, per member and batch of stream records: the pages as the log holds them now
   (a page still being claimed - its request failed or is slow - has its ids claimed by the
   fold, for its request, as ingest would), then one transaction adds their sum to the
