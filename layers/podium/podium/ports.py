@@ -109,7 +109,16 @@ class MemberStore(Protocol):
         period: str,
         mark: str | None = None,
         answer: tuple[SubmissionKey, ScoreChange] | None = None,
-        consumes: Sequence[EventPage] = (),
+    ) -> None: ...
+    def fold_into_score(
+        self,
+        board_id: str,
+        member_id: str,
+        expected_version: int | None,
+        state: ScoreState,
+        placement: Placement,
+        period: str,
+        pages: Sequence[EventPage],
     ) -> None: ...
     def recorded_submission(
         self, board_id: str, member_id: str, key: SubmissionKey
