@@ -168,6 +168,15 @@ class EventLog:
                     break
         return found
 
+    def page_removals(self, pages: Sequence[EventPage]) -> list[tuple[str, Any]]:
+        """The actions that remove pages as they are now, for the transaction that writes the
+        score they add to (``Members.write_score``'s ``also``): each fails if its page is gone
+        or has changed form."""
+        return [
+            ("page", {"Delete": {"Key": k, "ConditionExpression": "attribute_exists(pk)"}})
+            for k in _keys(pages)
+        ]
+
     def delete_pages(self, pages: Sequence[EventPage]) -> None:
         """Remove pages that count nothing (every event in them reused an id): no score
         changes, so they need no transaction. Batches of 25, sent at once."""

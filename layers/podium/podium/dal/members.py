@@ -23,7 +23,7 @@ from podium.dal.client import (
 )
 from podium.errors import HiddenChanged, WriteUnconfirmed
 from podium.idempotency import RecordedSubmission, SubmissionKey
-from podium.models import EventPage, Placement, ScoreChange, ScoreState
+from podium.models import Placement, ScoreChange, ScoreState
 
 PROFILE_FIELDS = "data, createdAt, updatedAt"
 # The profile's ``hidden`` attribute exists only while the member is hidden (true).
@@ -239,61 +239,23 @@ class Members:
         period: str,
         mark: str | None = None,
         answer: tuple[SubmissionKey, ScoreChange] | None = None,
+        also: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Replace the score item if it still has ``expected_version`` (optimistic
         locking), or (None) write the member's first score in ``period`` if the member
         exists (else ItemMissing) and is hidden as ``state`` is (else HiddenChanged: a
         member's first score in a period learns from its profile whether it is hidden).
 
-        With ``mark``, the mark of the stream record that causes the change is written in
-        the same transaction, so the change is applied once (else AlreadyApplied). With
-        ``answer``, so is the record of the submission's Idempotency-Key (AlreadyApplied
-        when the key has one: the submission was applied before).
+        With ``mark``, the stream record's mark is written in the same transaction, so the
+        change is applied once (else AlreadyApplied); with ``answer``, the submission's
+        Idempotency-Key record (AlreadyApplied: applied before); with ``also``, those named
+        actions (the fold's removal of its pages of events: AlreadyApplied when one fails).
 
         Applied once also when the database's answer is lost: a transaction sent again by
         botocore carries the same ClientRequestToken, so DynamoDB does not apply it twice;
         the single put carries a token of its own (``w``), by which a put whose condition
         fails is told apart from one that an earlier attempt of it already wrote. When
         every attempt fails, reading back says whether one was applied (``_settle``)."""
-        self._write_score(board_id, member_id, expected_version, state, placement, period, mark, answer, [])
-
-    def fold_into_score(
-        self,
-        board_id: str,
-        member_id: str,
-        expected_version: int | None,
-        state: ScoreState,
-        placement: Placement,
-        period: str,
-        pages: Sequence[EventPage],
-    ) -> None:
-        """``write_score`` for the fold of the event log: the removal of ``pages``, each as
-        it is now, goes in the same transaction as the score, so the pages are counted once
-        (AlreadyApplied when one is gone or has changed form: another fold took it, or its
-        request settled it)."""
-        removals = [
-            (
-                "page",
-                {"Delete": {"Key": codecs.page_key(page), "ConditionExpression": "attribute_exists(pk)"}},
-            )
-            for page in pages
-        ]
-        self._write_score(
-            board_id, member_id, expected_version, state, placement, period, None, None, removals
-        )
-
-    def _write_score(
-        self,
-        board_id: str,
-        member_id: str,
-        expected_version: int | None,
-        state: ScoreState,
-        placement: Placement,
-        period: str,
-        mark: str | None,
-        answer: tuple[SubmissionKey, ScoreChange] | None,
-        also: list[tuple[str, Any]],
-    ) -> None:
         token = secrets.token_hex(6)
         put = self._score_put(board_id, member_id, period, state, placement, expected_version, token)
         actions: list[tuple[str, Any]] = []
@@ -310,27 +272,24 @@ class Members:
             actions.append(("member", {"ConditionCheck": check}))
         if answer is not None:
             actions.append(("answer", {"Put": idempotency.record_put(board_id, member_id, *answer)}))
-        actions += also
-        actions.append(("score", {"Put": put}))
+        actions += [*also, ("score", {"Put": put})]
         try:
             if len(actions) == 1:
                 return self._put_score(put, expected_version, token)
             codes = self.tables.transact([action for _, action in actions])
         except WriteUnconfirmed as unconfirmed:
             if mark is not None or also:
-                raise  # the stream delivers the record again, and its mark (or pages) tell
+                raise  # the stream delivers the record again, and its mark (or its pages) tell
             return self._settle(board_id, member_id, period, expected_version, token, answer, unconfirmed)
         if codes is None:
             return
         failed = {
             name for (name, _), code in zip(actions, codes, strict=False) if code == "ConditionalCheckFailed"
         }
-        if "mark" in failed:
-            raise AlreadyApplied(str(mark))
+        if failed - {"answer", "member", "score"}:  # the mark, or one of ``also``
+            raise AlreadyApplied(str(mark or sorted(failed)))
         if "answer" in failed:
             raise AlreadyApplied(f"Idempotency-Key of {member_id}")
-        if "page" in failed:
-            raise AlreadyApplied(f"pages of events of {member_id}")
         if "member" in failed:
             hidden = self.hidden(board_id, member_id)
             if hidden is None:

@@ -138,14 +138,14 @@ class Folder:
                 new_state = ScoreState.first(new_score, reached, first_hidden)
             placement = keys.placement(board_id, settings, member_id, new_state, period)
             try:
-                self.members.fold_into_score(
+                self.members.write_score(
                     board_id,
                     member_id,
                     state.version if state else None,
                     new_state,
                     placement,
                     period,
-                    consumed,
+                    also=self.eventlog.page_removals(consumed),
                 )
                 return
             except ItemMissing:
