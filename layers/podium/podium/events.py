@@ -139,9 +139,12 @@ def log(eventlog: EventStore, pages: Sequence[EventPage], now: datetime, expires
     raise Conflict("the events' ids could not be claimed: too much contention; retry")
 
 
-def claim(eventlog: EventStore, pages: Sequence[EventPage], now: datetime) -> list[EventPage]:
+def claim(
+    eventlog: EventStore, pages: Sequence[EventPage], now: datetime, read_first: bool = False
+) -> list[EventPage]:
     """Claim the ids of the pages being claimed (all of one request) for their request, and
-    give each page's claimed form; claimed pages are given as they are."""
+    give each page's claimed form; claimed pages are given as they are. ``read_first``: read
+    the claims before writing any (the fold, which finds them written by the request mostly)."""
     claiming = [page for page in pages if not page.claimed]
     if not claiming:
         return list(pages)
@@ -152,6 +155,7 @@ def claim(eventlog: EventStore, pages: Sequence[EventPage], now: datetime) -> li
         first.request,
         int(now.timestamp()) + ID_WINDOW_SECONDS,
         int(now.timestamp()),
+        read_first,
     )
     return [page if page.claimed else settled(page, held) for page in pages]
 

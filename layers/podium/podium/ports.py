@@ -266,7 +266,13 @@ class EventStore(Protocol):
         expires: int,
     ) -> set[tuple[str, str]] | None: ...
     def claim_ids(
-        self, board_id: str, claims: Sequence[tuple[str, str]], request: str, expires: int, now: int
+        self,
+        board_id: str,
+        claims: Sequence[tuple[str, str]],
+        request: str,
+        expires: int,
+        now: int,
+        read_first: bool = False,
     ) -> set[tuple[str, str]]: ...
     def settle_pages(self, pages: Sequence[EventPage], expires: int) -> None: ...
     def pages_now(self, pages: Sequence[EventPage]) -> list[EventPage]: ...

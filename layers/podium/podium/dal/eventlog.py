@@ -85,13 +85,20 @@ class EventLog:
         }
 
     def claim_ids(
-        self, board_id: str, claims: Sequence[tuple[str, str]], request: str, expires: int, now: int
+        self,
+        board_id: str,
+        claims: Sequence[tuple[str, str]],
+        request: str,
+        expires: int,
+        now: int,
+        read_first: bool = False,
     ) -> set[tuple[str, str]]:
         """Claim each (memberId, eventId) for ``request`` for 24 hours: the ones it holds,
         claimed now or before (a claim is idempotent for its request); an id that another
         request claimed within its window is not. Transactions of 100 conditional puts, sent
         at once: one whose condition fails cancels its transaction, which is sent again
-        without the ids it names (DynamoDB says which action failed)."""
+        without the ids it names (DynamoDB says which action failed). With ``read_first`` the
+        claims are read first (consistently), and only those not held by anyone are written."""
 
         def put(pair: tuple[str, str]) -> dict[str, Any]:
             return self._claim_put(board_id, pair, request, expires, now)
@@ -119,8 +126,20 @@ class EventLog:
                 delay *= 2
             raise Conflict("the event ids could not be claimed: too much contention; retry")
 
+        held: set[tuple[str, str]] = set()
+        if read_first:  # the fold: the request has mostly claimed them itself by now
+            keys = [schema.claim_key(board_id, member_id, event_id) for member_id, event_id in claims]
+            found = self.tables.batch_get(keys, consistent=True)
+            pending = []
+            for pair, key in zip(claims, keys, strict=True):
+                item = found.get((key["pk"]["S"], key["sk"]["S"]))
+                if item is None or int(item["ttl"]["N"]) < now:
+                    pending.append(pair)
+                elif item["r"]["S"] == request:
+                    held.add(pair)
+            claims = pending
         won = fanout.gather(claim, _chunks(list(claims), TRANSACTION_ACTIONS))
-        return set().union(*won) if won else set()
+        return held.union(*won)
 
     def settle_pages(self, pages: Sequence[EventPage], expires: int) -> None:
         """Replace each page being claimed by its claimed form (its sum and count without the

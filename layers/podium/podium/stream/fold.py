@@ -96,7 +96,7 @@ class Folder:
             for request in {page.request for page in claiming}:
                 # a request that failed or is slow: claim its ids for it, as it would have
                 of_request = [page for page in claiming if page.request == request]
-                settled = events.claim(self.eventlog, of_request, self.clock())
+                settled = events.claim(self.eventlog, of_request, self.clock(), read_first=True)
                 pairs += list(zip(of_request, settled, strict=True))
             try:
                 self._apply(board_id, member_id, pairs)
