@@ -140,22 +140,26 @@ def log(eventlog: EventStore, pages: Sequence[EventPage], now: datetime, expires
 
 
 def claim(
-    eventlog: EventStore, pages: Sequence[EventPage], now: datetime, read_first: bool = False
+    eventlog: EventStore,
+    pages: Sequence[EventPage],
+    now: datetime,
+    known: tuple[set[tuple[str, str]], list[tuple[str, str]]] | None = None,
 ) -> list[EventPage]:
     """Claim the ids of the pages being claimed (all of one request) for their request, and
-    give each page's claimed form; claimed pages are given as they are. ``read_first``: read
-    the claims before writing any (the fold, which finds them written by the request mostly)."""
+    give each page's claimed form; claimed pages are given as they are. ``known``: the claims
+    as read already (``EventStore.read_claims``: held by the request, held by no one), so
+    that only the free ones are written (the fold, which finds most written by the request)."""
     claiming = [page for page in pages if not page.claimed]
     if not claiming:
         return list(pages)
     first = claiming[0]
-    held = eventlog.claim_ids(
+    held_before, free = known if known is not None else (set(), ids_to_claim(claiming))
+    held = held_before | eventlog.claim_ids(
         first.board_id,
-        ids_to_claim(claiming),
+        free,
         first.request,
         int(now.timestamp()) + ID_WINDOW_SECONDS,
         int(now.timestamp()),
-        read_first,
     )
     return [page if page.claimed else settled(page, held) for page in pages]
 

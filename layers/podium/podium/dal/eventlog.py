@@ -91,14 +91,12 @@ class EventLog:
         request: str,
         expires: int,
         now: int,
-        read_first: bool = False,
     ) -> set[tuple[str, str]]:
         """Claim each (memberId, eventId) for ``request`` for 24 hours: the ones it holds,
         claimed now or before (a claim is idempotent for its request); an id that another
         request claimed within its window is not. Transactions of 100 conditional puts, sent
         at once: one whose condition fails cancels its transaction, which is sent again
-        without the ids it names (DynamoDB says which action failed). With ``read_first`` the
-        claims are read first (consistently), and only those not held by anyone are written."""
+        without the ids it names (DynamoDB says which action failed)."""
 
         def put(pair: tuple[str, str]) -> dict[str, Any]:
             return self._claim_put(board_id, pair, request, expires, now)
@@ -126,20 +124,24 @@ class EventLog:
                 delay *= 2
             raise Conflict("the event ids could not be claimed: too much contention; retry")
 
-        held: set[tuple[str, str]] = set()
-        if read_first:  # the fold: the request has mostly claimed them itself by now
-            keys = [schema.claim_key(board_id, member_id, event_id) for member_id, event_id in claims]
-            found = self.tables.batch_get(keys, consistent=True)
-            pending = []
-            for pair, key in zip(claims, keys, strict=True):
-                item = found.get((key["pk"]["S"], key["sk"]["S"]))
-                if item is None or int(item["ttl"]["N"]) < now:
-                    pending.append(pair)
-                elif item["r"]["S"] == request:
-                    held.add(pair)
-            claims = pending
         won = fanout.gather(claim, _chunks(list(claims), TRANSACTION_ACTIONS))
-        return held.union(*won)
+        return set().union(*won)
+
+    def read_claims(
+        self, board_id: str, claims: Sequence[tuple[str, str]], request: str, now: int
+    ) -> tuple[set[tuple[str, str]], list[tuple[str, str]]]:
+        """The claims as they are, read consistently: those ``request`` holds, and those no
+        one holds (absent, or past their 24 hours); the others are another request's."""
+        keys = [schema.claim_key(board_id, member_id, event_id) for member_id, event_id in claims]
+        found = self.tables.batch_get(keys, consistent=True)
+        held, free = set(), []
+        for pair, key in zip(claims, keys, strict=True):
+            item = found.get((key["pk"]["S"], key["sk"]["S"]))
+            if item is None or int(item["ttl"]["N"]) < now:
+                free.append(pair)
+            elif item["r"]["S"] == request:
+                held.add(pair)
+        return held, free
 
     def settle_pages(self, pages: Sequence[EventPage], expires: int) -> None:
         """Replace each page being claimed by its claimed form (its sum and count without the

@@ -96,7 +96,10 @@ class Folder:
             for request in {page.request for page in claiming}:
                 # a request that failed or is slow: claim its ids for it, as it would have
                 of_request = [page for page in claiming if page.request == request]
-                settled = events.claim(self.eventlog, of_request, self.clock(), read_first=True)
+                # the request has mostly claimed them itself by now: read before writing
+                now_s = int(self.clock().timestamp())
+                known = self.eventlog.read_claims(board_id, events.ids_to_claim(of_request), request, now_s)
+                settled = events.claim(self.eventlog, of_request, self.clock(), known)
                 pairs += list(zip(of_request, settled, strict=True))
             try:
                 self._apply(board_id, member_id, pairs)
