@@ -17,7 +17,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR):$(CURDIR)/cli:$(CURDIR)/c
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-treewrites bench-quiet bench-periods token redrive browser screenshots
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-treewrites bench-quiet bench-periods bench-events token redrive browser screenshots
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -160,6 +160,9 @@ bench-treewrites: setup $(VENV)/.bench-installed ## What the stream consumer wri
 
 bench-quiet: setup $(VENV)/.bench-installed ## What one score change writes on a quiet board, every function counted (the API, the aggregator, the notifier; bench/quietwrites.py): boards of 30 and 1,000 members added through the local stack, then 60 far moves at 2 a second: make bench-quiet ARGS="--members 30,1000 --changes 60 --rate 2"
 	$(PY) -m bench.quietwrites $(ARGS)
+
+bench-events: setup ## What the event log costs per event (ingest, fold, a redelivery: requests, WCU as DynamoDB bills them, RCU) and a fresh read with 2,000 and 10,000 events waiting, on a DynamoDB Local of its own (bench/eventfold.py; docs/event-log.md): make bench-events ARGS="--events 10000 --members 4"
+	$(PY) -m bench.eventfold $(ARGS)
 
 bench-periods: setup ## What announcing a period's results costs per member told: a weekly board of N members (default 10,000), its week ended on the clock, the job run (bench/periodresults.py): make bench-periods N=10000
 	$(PY) -m bench.periodresults --members $(if $(filter command line,$(origin N)),$(N),10000)

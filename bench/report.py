@@ -532,7 +532,7 @@ def _worst_section(results: dict[str, Any]) -> list[str]:
     out += [
         f"`bench/worst.py` builds what makes each route read the most (boards of {plan['members']:,} members "
         f"on {' and '.join(str(s) for s in plan['shards'])} shards, 100 members with 64 KiB of `data`, "
-        f"{plan['pending_events']:,} events not yet "
+        f"up to {plan['fresh_with_ids']:,} events of a member not yet "
         "folded, inboxes and snapshot lists with expired items not yet removed, a member followed by "
         f"{plan['followers']:,}) and sends each route's worst request; docs/capacity.md explains the "
         f"bound. Each route's costliest case, next to the bound of {_number(worst['boundRcu'])} RCU a "

@@ -16,10 +16,11 @@ keys of a BatchGetItem that find nothing too):
 - a board of 100 shards whose best 100 members hold 64 KiB of ``data`` each and whose next
   1,000 hold a few bytes: ``top?limit=1000&withData=true`` from the top and after the
   first 100, and ``ranks`` of 100 of them;
-- members with events logged and not folded yet (``fresh=true`` reads them all, or
-  refuses), an inbox of expired and live notifications, a board with expired and live
-  snapshots of 100 entries of 200-character ids, ``boards`` boards in the catalog, and a
-  member followed by ``followers`` members (the request's part of its delete).
+- members with events logged and not folded yet (``fresh=true`` reads their pages, one per
+  request, or refuses past the bound: requests of one event each, the most pages), an inbox
+  of expired and live notifications, a board with expired and live snapshots of 100
+  entries of 200-character ids, ``boards`` boards in the catalog, and a member followed by
+  ``followers`` members (the request's part of its delete).
 
 Every ranked answer is checked against a plain sorted list of the loaded scores.
 
@@ -37,6 +38,7 @@ import sys
 import time
 from bisect import bisect_right
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -67,9 +69,9 @@ class WorstPlan:
     shards: tuple[int, ...] = (1, 100)
     big_data: int = 100  # members with 64 KiB of data, best first
     small_data: int = 1_000  # members with a few bytes of data, after them
-    pending_events: int = 4_000  # events with ids for one member: refused
-    fresh_plain: int = 2_500  # events without ids for another: answered
-    fresh_with_ids: int = 300  # events with ids for a third: answered
+    pending_events: int = 6_000  # events for one member, one a request (a page each): refused
+    fresh_plain: int = 2_500  # events without ids for another, 100 a request: answered
+    fresh_with_ids: int = 10_000  # events with ids for a third, 100 a request: answered
     expired_notifications: int = 10_000
     live_notifications: int = 300
     expired_snapshots: int = 1_000
@@ -83,9 +85,8 @@ class WorstPlan:
     def small(cls) -> WorstPlan:
         return cls(
             members=20_000,
-            pending_events=1_500,
             fresh_plain=1_500,
-            fresh_with_ids=200,
+            fresh_with_ids=2_000,
             expired_notifications=2_000,
             live_notifications=250,
             expired_snapshots=200,
@@ -345,22 +346,25 @@ def measure_events(bench: Bench) -> None:
     plan = bench.plan
     board = "worst-events"
     bench.setup.boards.put_board(board, BoardRequest(settings=BoardSettings(shards=10), title=None))
-    cases = (
-        ("hot-" + LONG_ID, plan.fresh_with_ids, True),
-        ("hot-plain", plan.fresh_plain, False),
-        ("hot-many-" + LONG_ID, plan.pending_events, True),
+    cases = (  # member, events, with ids, events a request
+        ("hot-" + LONG_ID, plan.fresh_with_ids, True, 100),
+        ("hot-plain", plan.fresh_plain, False, 100),
+        ("hot-many-" + LONG_ID, plan.pending_events, False, 1),
     )
-    for member, count, with_ids in cases:
+    for member, count, with_ids, per_request in cases:
         bench.setup.members.put_member(board, member, MemberRequest(data={}, score=Decimal(0)))
-        for start in range(0, count, 100):
-            batch = [
+        batches = [
+            [
                 EventRequest(member, Decimal(1), f"event-{n:06d}-{LONG_ID[:100]}" if with_ids else None)
-                for n in range(start, min(start + 100, count))
+                for n in range(start, min(start + per_request, count))
             ]
-            bench.setup.members.log_events(board, batch)
-    for member, count, with_ids in cases:
-        kind = "with ids" if with_ids else "without ids"
-        answered = not with_ids or count == plan.fresh_with_ids
+            for start in range(0, count, per_request)
+        ]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(partial(bench.setup.members.log_events, board), batches))
+    for member, count, with_ids, per_request in cases:
+        kind = ("with ids" if with_ids else "without ids") + f", {per_request} a request"
+        answered = per_request > 1
         outcome = "answered" if answered else "refused: 409, read again once folded"
         bench.case(
             "GET member?fresh=true",

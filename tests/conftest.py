@@ -65,6 +65,7 @@ OWN_STACK_MODULES = frozenset(
     f"tests/e2e/{name}.py"
     for name in (
         "test_crash",
+        "test_event_fold",
         "test_faults",
         "test_http_door",
         "test_period_results",

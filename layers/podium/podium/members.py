@@ -4,6 +4,7 @@ events of a hot counter."""
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import replace
 from datetime import UTC
@@ -25,6 +26,8 @@ from podium.idempotency import SubmissionKey
 from podium.models import BoardSettings, Limits, Member, ScoreChange, ScoreState
 from podium.ports import EventStore, MemberStore, SocialStore
 from podium.validation import EventRequest, MemberRequest
+
+log = logging.getLogger(__name__)
 
 SECONDS_PER_MINUTE = 60
 
@@ -313,17 +316,29 @@ class MemberService:
     # -- hot counters: the event log --------------------------------------------------
 
     def log_events(self, board_id: str, requests: list[EventRequest], limits: Limits | None = None) -> int:
-        """Insert the events (no read); the fold counts them within seconds. An event whose
-        value lies outside the board's ``limits`` refuses the whole batch."""
+        """Insert the events, a page per member, all or none (no read); claim their ids and
+        settle the pages; the fold counts them within seconds. An event whose value lies
+        outside the board's ``limits`` refuses the whole batch."""
         from podium import events  # only this route and fresh_member need the event log
 
         settings = self.boards.settings(board_id)
         for index, request in enumerate(requests):
             validation.within_limits(request.value, limits or Limits(), f"events[{index}].value")
         now = self.boards.clock()
-        logged = events.to_log(board_id, settings, requests, now)
-        if logged:
-            self.eventlog.log_events(logged, int(now.timestamp()) + events.LOG_TTL_SECONDS)
+        pages = events.to_pages(board_id, settings, requests, now)
+        expires = int(now.timestamp()) + events.LOG_TTL_SECONDS
+        if events.log(self.eventlog, pages, now, expires):
+            return len(requests)
+        # Logged: the fold counts them, whatever happens next. Claiming the ids now lets a
+        # fresh read count them before the fold does (docs/event-log.md).
+        claiming = [page for page in pages if not page.claimed]
+        if claiming:
+            try:
+                self.eventlog.settle_pages(events.claim(self.eventlog, claiming, now), expires)
+            except Exception:  # the fold claims them instead; until then fresh reads miss them
+                log.warning(
+                    "claiming the ids of %d page(s) on %s failed", len(claiming), board_id, exc_info=True
+                )
         return len(requests)
 
     def fresh_member(

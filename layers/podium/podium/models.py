@@ -430,17 +430,20 @@ class Notification:
 
 
 @frozen
-class LoggedEvent:
-    """One event of the insert-only log of a hot counter (see podium.events)."""
+class EventPage:
+    """The events of one member in one ``POST .../events`` request: a page of the log of a
+    hot counter (see podium.events). A page being claimed holds its events (eventId or
+    None, value); a claimed page holds only their sum and number, its ids claimed and the
+    events that reuse an id left out."""
 
     board_id: str
     member_id: str
     period: str
-    key: str  # the item's sort key: "i:{eventId}" for a client id, "g:{uuid}" otherwise
-    value: Decimal
-    insertion: str  # unique per insert: tells a redelivery from a later re-send
-    event_id: str | None = None
-    fold: str | None = None
+    request: str  # the request's id: unique per insert, and the holder of the ids it claims
+    claimed: bool
+    total: Decimal
+    count: int
+    events: tuple[tuple[str | None, Decimal], ...] = ()
 
 
 @frozen

@@ -16,9 +16,9 @@ from podium.models import (
     Board,
     BoardPolicy,
     BoardSettings,
+    EventPage,
     HeadItem,
     Limits,
-    LoggedEvent,
     Notification,
     RankedEntry,
     Reshard,
@@ -322,28 +322,46 @@ def notification_from_json(raw: dict[str, Any]) -> Notification:
     )
 
 
-def event_key(event: LoggedEvent) -> Item:
-    bucket = schema.event_bucket(event.key)
-    return schema.key(schema.event_pk(event.board_id, event.member_id, bucket), event.key)
+def page_key(page: EventPage) -> Item:
+    return schema.page_key(page.board_id, page.member_id, page.request, page.claimed)
 
 
-def event_from_item(board_id: str, member_id: str, item: Item) -> LoggedEvent:
-    return LoggedEvent(
-        board_id=board_id,
-        member_id=member_id,
-        period=item["p"]["S"],
-        key=item["sk"]["S"],
-        value=deserializer.deserialize(item["v"]),
-        insertion=item["i"]["S"],
-        event_id=item["e"]["S"] if "e" in item else None,
-        fold=item["fold"]["S"] if "fold" in item else None,
-    )
+def page_item(page: EventPage, expires: int) -> Item:
+    """A page as the log holds it: a page being claimed with its events (``e``: a JSON list
+    of [eventId or null, value]), a claimed one with their sum (``s``) and number (``c``);
+    both with their period and their entry in the index of the events not folded yet."""
+    key = page_key(page)
+    bucket = schema.event_bucket(page.request)
+    item: Item = {
+        **key,
+        "p": {"S": page.period},
+        schema.LOG_INDEX_PK: {"S": schema.log_index_pk(page.board_id, page.period, bucket)},
+        "ttl": {"N": str(expires)},
+    }
+    if page.claimed:
+        item["s"] = serializer.serialize(page.total)
+        item["c"] = {"N": str(page.count)}
+    else:
+        item["e"] = {"S": numbers.dumps([[event_id, value] for event_id, value in page.events])}
+    return item
 
 
-def event_from_image(pk: str, image: Item) -> LoggedEvent:
-    """A logged event as its stream record's image shows it."""
+def page_from_item(board_id: str, member_id: str, item: Item) -> EventPage:
+    sk = item["sk"]["S"]
+    claimed = sk.startswith(schema.PAGE_CLAIMED)
+    request = sk[len(schema.PAGE_CLAIMED if claimed else schema.PAGE_CLAIMING) :]
+    if claimed:
+        total = deserializer.deserialize(item["s"])
+        return EventPage(board_id, member_id, item["p"]["S"], request, True, total, int(item["c"]["N"]))
+    events = tuple((event_id, value) for event_id, value in numbers.loads(item["e"]["S"]))
+    total = sum((value for _, value in events), Decimal(0))
+    return EventPage(board_id, member_id, item["p"]["S"], request, False, total, len(events), events)
+
+
+def page_from_image(pk: str, image: Item) -> EventPage:
+    """A page as its stream record's image shows it."""
     board_id, member_id = schema.parse_event_pk(pk)
-    return event_from_item(board_id, member_id, image)
+    return page_from_item(board_id, member_id, image)
 
 
 def snapshot_from_item(board_id: str, item: Item) -> Snapshot:

@@ -239,16 +239,17 @@ class Members:
         period: str,
         mark: str | None = None,
         answer: tuple[SubmissionKey, ScoreChange] | None = None,
+        also: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Replace the score item if it still has ``expected_version`` (optimistic
         locking), or (None) write the member's first score in ``period`` if the member
         exists (else ItemMissing) and is hidden as ``state`` is (else HiddenChanged: a
         member's first score in a period learns from its profile whether it is hidden).
 
-        With ``mark``, the mark of the stream record that causes the change is written in
-        the same transaction, so the change is applied once (else AlreadyApplied). With
-        ``answer``, so is the record of the submission's Idempotency-Key (AlreadyApplied
-        when the key has one: the submission was applied before).
+        With ``mark``, the stream record's mark is written in the same transaction, so the
+        change is applied once (else AlreadyApplied); with ``answer``, the submission's
+        Idempotency-Key record (AlreadyApplied: applied before); with ``also``, those named
+        actions (the fold's removal of its pages of events: AlreadyApplied when one fails).
 
         Applied once also when the database's answer is lost: a transaction sent again by
         botocore carries the same ClientRequestToken, so DynamoDB does not apply it twice;
@@ -271,22 +272,22 @@ class Members:
             actions.append(("member", {"ConditionCheck": check}))
         if answer is not None:
             actions.append(("answer", {"Put": idempotency.record_put(board_id, member_id, *answer)}))
-        actions.append(("score", {"Put": put}))
+        actions += [*also, ("score", {"Put": put})]
         try:
             if len(actions) == 1:
                 return self._put_score(put, expected_version, token)
             codes = self.tables.transact([action for _, action in actions])
         except WriteUnconfirmed as unconfirmed:
-            if mark is not None:
-                raise  # the stream delivers the record again, and its mark tells
+            if mark is not None or also:
+                raise  # the stream delivers the record again, and its mark (or its pages) tell
             return self._settle(board_id, member_id, period, expected_version, token, answer, unconfirmed)
         if codes is None:
             return
         failed = {
             name for (name, _), code in zip(actions, codes, strict=False) if code == "ConditionalCheckFailed"
         }
-        if "mark" in failed:
-            raise AlreadyApplied(str(mark))
+        if failed - {"answer", "member", "score"}:  # the mark, or one of ``also``
+            raise AlreadyApplied(str(mark or sorted(failed)))
         if "answer" in failed:
             raise AlreadyApplied(f"Idempotency-Key of {member_id}")
         if "member" in failed:

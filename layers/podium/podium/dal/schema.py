@@ -20,8 +20,8 @@ BOARD = "B#"  # a board's own items: the board, its period counts, head, leader
 MEMBER = "M#"  # a member's items: profile, scores (one per period), rivals list
 FOLLOWERS = "F#"  # follower edges of a rival
 INBOX = "N#"  # a member's notifications
-EVENTS = "P#"  # a member's logged events, over EVENT_BUCKETS partitions
-EVENT_ID_CLAIM = "EID#"
+EVENTS = "P#"  # a member's pages of logged events, over EVENT_BUCKETS partitions
+EVENT_ID_CLAIM = "EID#"  # + board # member # eventId: the request that claimed the id
 FANOUT = "J#"  # a job over a member's followers, a chunk at a time: J#{boardId}#{memberId} / job id
 SNAPSHOTS = "S#"
 TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.counttree)
@@ -75,7 +75,6 @@ EVENT_ID_ITEM = "EID"
 # Marks: one item per effect of a stream record, so that a redelivery applies it once.
 COUNT_MARK = "STREAM#"  # + eventId: a member count
 ROLLUP_MARK = "ROLLUP#"  # + target # eventId
-FOLD_MARK = "FOLD#"  # + member pk # fold id
 BUCKETS_MARK = "BUCKETS#"  # + eventId
 LEADER_MARK = "LEADCHECK#"  # + eventId: the notifier judged the record for the leader
 MARK_TTL_SECONDS = 2 * 24 * 3600  # longer than a stream's 24-hour retention
@@ -87,8 +86,15 @@ MARK_TTL_SECONDS = 2 * 24 * 3600  # longer than a stream's 24-hour retention
 TOMBSTONE = "gone"
 LIVE_PROFILE = f"attribute_exists(pk) AND attribute_not_exists({TOMBSTONE})"
 
-EVENT_BUCKETS = 64  # a hot member's events spread over 64 partition keys (docs/capacity.md)
-# The sparse index of the events not folded yet: every logged event carries LOG_INDEX_PK,
+# A member's pages of events spread over 16 partition keys by their request's id: a page
+# holds up to 100 events, so a key takes some 100 times fewer writes than an event each
+# would (docs/event-log.md), and a fresh read queries 16 keys.
+EVENT_BUCKETS = 16
+# A page's sort key: PAGE_CLAIMING + request id while its events' ids are being claimed (it
+# holds the events), PAGE_CLAIMED + request id once they are (it holds their sum and count).
+PAGE_CLAIMING = "n:"
+PAGE_CLAIMED = "r:"
+# The sparse index of the events not folded yet: every page carries LOG_INDEX_PK,
 # ``{boardId}#{period}#{bucket}``, until the fold deletes it, so that whether a board's period
 # has events waiting is EVENT_BUCKETS queries of one key each (podium.results).
 LOG_INDEX = "LogIndex"
@@ -299,9 +305,9 @@ def created_us_of_inbox_sk(sk: str) -> int:
     return int(sk.split(SEPARATOR, 1)[0])
 
 
-def event_bucket(event_key_: str) -> int:
-    """Which of the member's EVENT_BUCKETS partitions an event goes to: a hash of its key."""
-    digest = hashlib.blake2b(event_key_.encode("utf-8"), digest_size=8).digest()
+def event_bucket(request: str) -> int:
+    """Which of the member's EVENT_BUCKETS partitions a page goes to: a hash of its request."""
+    digest = hashlib.blake2b(request.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "big") % EVENT_BUCKETS
 
 
@@ -343,8 +349,15 @@ def board_of_pk(pk: str) -> str | None:
     return None
 
 
-def claim_key(board_id: str, event_id: str) -> Key:
-    return key(f"{EVENT_ID_CLAIM}{board_id}{SEPARATOR}{event_id}", EVENT_ID_ITEM)
+def claim_key(board_id: str, member_id: str, event_id: str) -> Key:
+    """An eventId's claim: ids are per member of a board (the same id on another member's
+    event is another event)."""
+    return key(f"{EVENT_ID_CLAIM}{board_id}{SEPARATOR}{member_id}{SEPARATOR}{event_id}", EVENT_ID_ITEM)
+
+
+def page_key(board_id: str, member_id: str, request: str, claimed: bool) -> Key:
+    prefix = PAGE_CLAIMED if claimed else PAGE_CLAIMING
+    return key(event_pk(board_id, member_id, event_bucket(request)), f"{prefix}{request}")
 
 
 def snapshots_pk(board_id: str) -> str:
@@ -357,10 +370,6 @@ def count_mark(event_id: str) -> str:
 
 def rollup_mark(target_id: str, event_id: str) -> str:
     return f"{ROLLUP_MARK}{target_id}{SEPARATOR}{event_id}"
-
-
-def fold_mark(board_id: str, member_id: str, fold: str) -> str:
-    return f"{FOLD_MARK}{member_pk(board_id, member_id)}{SEPARATOR}{fold}"
 
 
 def buckets_mark(event_id: str) -> str:
