@@ -17,7 +17,7 @@ export PYTHONPATH := $(CURDIR)/layers/podium:$(CURDIR):$(CURDIR)/cli:$(CURDIR)/c
 export SAM_CLI_TELEMETRY := 0
 export SAM_CLI_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-treewrites bench-quiet bench-periods bench-events token redrive browser screenshots
+.PHONY: help setup run test check lint typecheck validate build unit integration e2e clean invoke plan bench bench-fanout bench-worst bench-around bench-import bench-reshard bench-streams bench-treewrites bench-fresh bench-quiet bench-periods bench-events token redrive browser screenshots
 
 help: ## Show the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -39,8 +39,9 @@ setup: $(VENV)/.installed node_modules/.installed ## Install the venv, the Pytho
 run: setup ## Start the whole stack locally (DynamoDB Local, tables, API on :$(PORT), stream consumers); DB_PATH=dir keeps the data on disk; FRONT_DOOR=http serves the HTTP API's routes (HttpApi=on)
 	$(PY) -m devstack --port $(PORT) $(if $(DB_PATH),--db-path $(DB_PATH),) $(if $(FRONT_DOOR),--front-door $(FRONT_DOOR),)
 
-test: setup browser check build ## Run every check: lint, types, template validation, sam build, all tests
-	$(BIN)/pytest -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS)
+test: setup browser check build ## Run every check: lint, types, template validation, sam build, all tests (those marked alone after the rest, on their own)
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=15 -m "not alone" $(PYTEST_ARGS)
+	$(BIN)/pytest -n 0 --durations=5 -m alone $(PYTEST_ARGS)
 
 check: lint typecheck validate ## Static checks only
 
@@ -157,6 +158,9 @@ bench-streams: setup ## Put N members (default 2,000) into a local stack with it
 
 bench-treewrites: setup $(VENV)/.bench-installed ## What the stream consumer writes for one score change on a board of N members (default 1,000,000) loaded in bulk: far moves (a random new score) and near moves (one point up), in batches of 1, 100 and 1,000 records (bench/treewrites.py; the planner's TREE_WCU_FAR_MOVE and TREE_WCU_NEAR_MOVE): make bench-treewrites N=100000
 	$(PY) -m bench.treewrites --members $(if $(filter command line,$(origin N)),$(N),1000000)
+
+bench-fresh: setup $(VENV)/.bench-installed ## How fresh ranks are on a board written through the local stack: bursts of writes offered at 200 a second to 20,000 members, rank, around, ranks and top checked 2 s after each burst (bench/fresh.py): make bench-fresh ARGS="--members 20000 --rate 200"
+	$(PY) -m bench.fresh $(ARGS)
 
 bench-quiet: setup $(VENV)/.bench-installed ## What one score change writes on a quiet board, every function counted (the API, the aggregator, the notifier; bench/quietwrites.py): boards of 30 and 1,000 members added through the local stack, then 60 far moves at 2 a second: make bench-quiet ARGS="--members 30,1000 --changes 60 --rate 2"
 	$(PY) -m bench.quietwrites $(ARGS)

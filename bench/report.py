@@ -1209,9 +1209,19 @@ def document(results: dict[str, Any], images: list[str], image_dir: str) -> str:
     return "\n".join(out) + "\n"
 
 
+# What the page keeps of itself when it is written again: the figures of the commands run
+# apart from `make bench` (`make bench-treewrites`, `bench-quiet`, `bench-fresh`...), each
+# with its command and date, from this line to the end.
+APART = "<!-- measured apart from make bench: kept when the page is written again -->"
+
+
 def write(results: dict[str, Any], out: Path) -> Path:
-    """``out``/benchmarks.md and ``out``/img/bench-*.png."""
+    """``out``/benchmarks.md and ``out``/img/bench-*.png; the page's part measured apart
+    (``APART`` to the end) is kept as it was."""
     images = plot(results, out / "img")
     page = out / "benchmarks.md"
-    page.write_text(document(results, images, "img"))
+    kept = ""
+    if page.exists() and APART in page.read_text():
+        kept = "\n" + page.read_text()[page.read_text().index(APART) :]
+    page.write_text(document(results, images, "img") + kept)
     return page

@@ -259,11 +259,17 @@ def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLa
     """Start a local stack, as ``python -m devstack`` on a free port, with its tables,
     topics and queues under a table prefix of its own, and ``extra_args`` on its command
     line: ``with launch_stack("--schedule-seconds", "2", name="snapshots") as other:``;
-    ``dynamodb=endpoint`` runs it against another DynamoDB than the session's."""
+    ``dynamodb=endpoint`` runs it against another DynamoDB than the session's; every batch of
+    its streams is delivered twice (proving the consumers idempotent) unless
+    ``deliver_twice=False``, as Lambda delivers them."""
 
     @contextmanager
     def launch(
-        *extra_args: str, name: str = "stack", auth: bool = False, dynamodb: str | None = None
+        *extra_args: str,
+        name: str = "stack",
+        auth: bool = False,
+        dynamodb: str | None = None,
+        deliver_twice: bool = True,
     ) -> Iterator[LocalStack]:
         log_path = ROOT / ".devstack" / f"test-{name}-{WORKER}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -289,7 +295,7 @@ def launch_stack(dynamodb_endpoint: str, aws_messaging_endpoint: str) -> StackLa
                 str(port),
                 "--table-prefix",
                 table_prefix,
-                "--deliver-twice",
+                *(["--deliver-twice"] if deliver_twice else []),
                 *extra_args,
             ],
             what="the local stack",
