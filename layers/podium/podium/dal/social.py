@@ -358,13 +358,10 @@ class Social:
             return False
         raise RuntimeError(f"the leader was not recorded: {codes}")
 
-    def mark_leader_judged(self, event_id: str) -> None:
-        """Remember that stream record ``event_id`` was judged for the leader and changed
-        nothing (its judgment that changes the leader writes the mark itself)."""
-        self.tables.put(schema.mark_item(schema.leader_mark(event_id)))
-
     def mark_leaders_judged(self, event_ids: list[str]) -> None:
-        """``mark_leader_judged`` for several records, 25 a request."""
+        """Remember that the stream records ``event_ids`` were judged for the leader and
+        changed nothing (a judgment that changes the leader writes its mark itself), 25 a
+        request."""
         self.tables.batch_write(
             [{"PutRequest": {"Item": schema.mark_item(schema.leader_mark(e))}} for e in event_ids]
         )

@@ -365,29 +365,7 @@ class Notifier:
         transaction) or after a judgment that changes nothing, and a record whose mark
         exists changes nothing. A record that was never judged still is, however late it
         comes (another shard's, or one whose member has moved on since)."""
-        for _ in range(MAX_ATTEMPTS):
-            known = self.social.get_leader(record.board_id, record.period)
-            if known is not None and known.pending:
-                self._deliver_pending(record, known.pending, known.version)
-                continue
-            decision = self._next_leader(record, known, settings)
-            if decision is None:
-                self.social.mark_leader_judged(record.event_id)
-                return
-            leader, pending = decision
-            version = known.version if known else None
-            try:
-                swapped = self.social.swap_leader(
-                    record.board_id, record.period, version, leader, pending, record.event_id
-                )
-            except AlreadyApplied:
-                log.info("the leader check of %s was done before", record.event_id)
-                return
-            if swapped:
-                if pending:
-                    self._deliver_pending(record, pending, (version or 0) + 1)
-                return
-        raise RuntimeError(f"the leader of {record.board_id} kept changing under the notifier")
+        self._judge_in_turn(LeaderTurn(record.board_id, record.period, [record]), settings)
 
     def _next_leader(
         self, record: ScoreRecord, known: LeaderState | None, settings: BoardSettings
