@@ -107,6 +107,11 @@ MEASURED_OLD_NEAR_WCU = {1: 2.50, 100: 2.52, 1_000: 2.56}
 # `make bench-treewrites` measures what it costs (docs/capacity.md, "What a score change
 # writes"); the model reproduces it within the tests' margin (tests/unit/test_plan.py).
 PLANNED_TREE = TreeShape(leaf_entries=TREE_LEAF_MEMBERS, children=TREE_FANOUT, node_wcu=1)
+# ... and what `make bench-treewrites` measured on it (2026-11-29, 1,000,000 members loaded
+# in bulk, 1,000 updates of each kind, the board checked consistent afterwards), WCU a
+# record by batch size: the model must reproduce them too (tests/unit/test_plan.py).
+MEASURED_FAR_WCU = {1: 8.72, 100: 5.15, 1_000: 3.63}
+MEASURED_NEAR_WCU = {1: 1.27, 100: 1.27, 1_000: 1.32}
 
 # -- The stream's batches (template.yaml: the AggregatorFunction's event source) ----------
 STREAM_BATCH_SIZE = 1_000  # BatchSize: the most records one batch holds
