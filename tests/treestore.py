@@ -40,21 +40,28 @@ class MemoryTree:
         self.items.setdefault((board_id, period, ROOT), Leaf("", None, 0, root=True))
 
     def write_leaf(self, board_id: str, period: str, write: LeafWrite) -> tuple[bool, Node | None]:
+        return self.write_leaf_jointly(board_id, period, [write])
+
+    def write_leaf_jointly(
+        self, board_id: str, period: str, writes: Sequence[LeafWrite]
+    ) -> tuple[bool, Node | None]:
         self.gate()
-        node = self.items.get((board_id, period, write.leaf))
-        admitted = isinstance(node, Leaf) and admits(node, write)
-        self.log.append(("leaf", write.leaf, admitted))
+        leaf_id = writes[0].leaf
+        node = self.items.get((board_id, period, leaf_id))
+        admitted = isinstance(node, Leaf) and all(admits(node, write) for write in writes)
+        self.log.append(("leaf", leaf_id, admitted))
         if not isinstance(node, Leaf) or not admitted:
             return False, node
         entries, stones = dict(node.entries), dict(node.tombstones)
-        for found, value in ((entries, write.entry), (stones, write.tombstone)):
-            found.pop(write.member, None)
-            if value is not None:
-                found[write.member] = value  # type: ignore[assignment]
-        for member in write.drop:
-            stones.pop(member, None)
+        for write in writes:
+            for found, value in ((entries, write.entry), (stones, write.tombstone)):
+                found.pop(write.member, None)
+                if value is not None:
+                    found[write.member] = value  # type: ignore[assignment]
+            for member in write.drop:
+                stones.pop(member, None)
         after = replace(node, sv=node.sv + 1, entries=entries, tombstones=stones)
-        self.items[(board_id, period, write.leaf)] = after
+        self.items[(board_id, period, leaf_id)] = after
         return True, after
 
     def report(

@@ -207,9 +207,11 @@ Request = Callable[[TreeStore, str], object]
 
 
 def random_request(draw: random.Random, nodes: dict[NodeId, Node]) -> Request:
-    kind = draw.choice(["leaf", "leaf", "leaf", "report", "report", "split", "read"])
+    kind = draw.choice(["leaf", "leaf", "leaf", "joint", "report", "report", "split", "read"])
     if kind == "leaf":
         return random_leaf_write(draw, nodes)
+    if kind == "joint":
+        return random_joint_write(draw, nodes)
     if kind == "report":
         return random_report(draw, nodes)
     if kind == "split":
@@ -238,6 +240,29 @@ def random_leaf_write(draw: random.Random, nodes: dict[NodeId, Node]) -> Request
     expect = draw.choice(expectations)
     write = LeafWrite(node_id, member, entry, stone, expect, drop)
     return lambda store, board: store.write_leaf(board, "all", write)
+
+
+def random_joint_write(draw: random.Random, nodes: dict[NodeId, Node]) -> Request:
+    """Writes of two to four members to one leaf, each on its own condition (as the keeper
+    sends a batch's lone records: no tombstones dropped)."""
+    node_id = draw.choice(sorted(nodes))
+    node = nodes[node_id]
+    leaf = node if isinstance(node, Leaf) else Leaf("", None, node.sv)
+    known = sorted({*leaf.entries, *leaf.tombstones, *(f"m{i}" for i in range(30))})
+    writes = []
+    for member in draw.sample(known, draw.randint(2, 4)):
+        version = (1, draw.randint(1, 4))
+        entry = draw.choice([None, Entry(key(draw.randrange(300), member), version)])
+        stone = draw.choice([None, Tombstone(version, NOW + draw.randint(-9, 9))])
+        expect = draw.choice(
+            [
+                InOrder(leaf.entries.get(member), draw.choice([None, key(draw.randrange(300), member)])),
+                InOrder(Entry(key(draw.randrange(300), member), version), None),
+                InOrder(None, key(draw.randrange(300), member)),
+            ]
+        )
+        writes.append(LeafWrite(node_id, member, entry, stone, expect))
+    return lambda store, board: store.write_leaf_jointly(board, "all", writes)
 
 
 def random_report(draw: random.Random, nodes: dict[NodeId, Node]) -> Request:

@@ -281,6 +281,58 @@ def last_leaf(store: MemoryTree) -> Leaf:
     return max(leaves_of(store), key=lambda found: found.lo)
 
 
+def test_lone_records_of_a_batch_write_each_leaf_once_and_count_like_a_sorted_list() -> None:
+    with small_nodes(8, 8):
+        store, _ = grown(40)
+        # Given a batch moving several members within and between leaves, one record each
+        draw = random.Random(3)
+        scores = {f"m{i:02d}": 10 + i for i in range(40)}
+        batch = []
+        for member in draw.sample(sorted(scores), 12):
+            new = draw.randrange(10, 50)
+            batch.append(Change(member, key(scores[member], member), key(new, member), (1, 2), NOW))
+            scores[member] = new
+        leaves_written = {
+            found.lo
+            for change in batch
+            for found in leaves_of(store)
+            for k in (change.old, change.new)
+            if k is not None and holds(found, k)
+        }
+        store.log.clear()
+        # When it is applied
+        assert knowing(store).apply_batch(TREE, batch) == set()
+    # Then each leaf it touched took one write (the members' writes to a leaf together)
+    writes = [node_id for what, node_id, done in store.log if what == "leaf"]
+    assert len(writes) == len(set(writes)) == len(leaves_written)
+    # and the tree counts like a sorted list
+    assert_counts_converged(store)
+    ordered = sorted(key(score, member) for member, score in scores.items())
+    bounds = [key(score, "") for score in range(9, 51)]
+    counted = TreeReader(store).count_below("board", "all", bounds, consistent=True)
+    assert counted == [bisect_left(ordered, bound) for bound in bounds]
+
+
+def test_a_joint_write_refused_goes_again_a_record_at_a_time() -> None:
+    with small_nodes(8, 8):
+        store, _ = grown(8)
+        # Given a batch whose records share a leaf, one of them ahead of its predecessor
+        # (its member's entry is not the one it expects)
+        batch = [
+            Change("m01", key(11, "m01"), key(30, "m01"), (1, 2), NOW),
+            Change("m02", key(99, "m02"), key(31, "m02"), (1, 3), NOW),  # expects another entry
+            Change("m03", key(13, "m03"), key(32, "m03"), (1, 2), NOW),
+        ]
+        store.log.clear()
+        # When it is applied
+        assert knowing(store).apply_batch(TREE, batch) == set()
+    # Then the joint write was refused, and each record went on its own and holds
+    assert [(what, done) for what, _, done in store.log][:2] == [("leaf", False), ("leaf", True)]
+    entries = {m: e.key for found in leaves_of(store) for m, e in found.entries.items()}
+    assert [entries[m] for m in ("m01", "m02", "m03")] == [key(30, "m01"), key(31, "m02"), key(32, "m03")]
+    assert_counts_converged(store)
+
+
 def test_a_report_that_finds_a_newer_one_goes_on_with_the_parent_as_it_is() -> None:
     with small_nodes(3, 3):
         store, _ = grown(30)

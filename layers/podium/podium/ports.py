@@ -174,6 +174,14 @@ class TreeStore(Protocol):
         node as it is: None when there is none)."""
         ...
 
+    def write_leaf_jointly(
+        self, board_id: str, period: str, writes: Sequence[LeafWrite]
+    ) -> tuple[bool, Node | None]:
+        """Carry out ``writes``, of different members to the same leaf (none dropping
+        another's tombstone), at once on all their conditions, or none of them: answered as
+        ``write_leaf``."""
+        ...
+
     def report(
         self, board_id: str, period: str, parent: NodeId, level: int, counts: Mapping[str, Count]
     ) -> tuple[bool, Node | None]:

@@ -19,9 +19,11 @@ dies between two steps leaves the tree as a reader may meet it, one change behin
 - **a split** reads the parent strongly consistent and writes the cut node, its new sibling
   and the parent in one transaction, on the condition that neither was written since.
 
-A batch from the stream (``apply_batch``) is written to its leaves a record at a time, in
-the stream's order, and its reports are sent once for the whole batch: each node's newest
-state, a level at a time, those for one parent in one request. If they fail, every record of
+A batch from the stream (``apply_batch``) is written to its leaves a leaf at a time: the
+members with one record in it up to ``JOINT_MOST`` in one request, each on its own
+condition of the usual order (a joint write refused goes again a record at a time); its
+reports are sent once for the whole batch: each node's newest state, a level at a time,
+those for one parent in one request (``podium.treereports``). If they fail, every record of
 the batch fails: redelivered, each finds its own entry and reports all the way to the root.
 
 A record replayed out of the stream's order (a redrive) is checked against its member's
@@ -36,13 +38,10 @@ guarded, so doing one again changes nothing it should not.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Protocol, TypeVar
 
 from podium.counttree import (
-    ROOT,
     Change,
     Count,
     Inner,
@@ -51,7 +50,6 @@ from podium.counttree import (
     NodeId,
     Outcome,
     Version,
-    child_for,
     decide,
     holds,
     ident,
@@ -63,89 +61,32 @@ from podium.counttree import (
     sweeping_write,
     withdraw,
 )
-from podium.ports import TreeStore
-from podium.treepaths import Shape
-from podium.values import frozen
+from podium.treereports import (
+    MAX_ATTEMPTS,
+    Gather,
+    Pending,
+    ShapeChanged,
+    Tree,
+    TreeWalker,
+    enqueue,
+    in_turn,
+    to_the_root,
+)
 
-MAX_ATTEMPTS = 16  # starts of one record over, after the shape changed under it
+__all__ = ["Gather", "Newest", "ShapeChanged", "Tree", "TreeKeeper", "in_turn"]
+
+JOINT_MOST = 8  # lone records' writes to one leaf in one request
 MAX_WRITES = 32  # writes of one leaf or splits of one node overtaken by other writers
-SHAPES_CACHED = 64  # boards and periods whose shape a keeper remembers
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-class Gather(Protocol):
-    """How a batch's independent steps run: ``fanout.gather_writes``, or ``in_turn``."""
-
-    def __call__(self, function: Callable[[T], R], items: Sequence[T]) -> list[R]: ...
-
 
 # The member's score item's version now (None: there is none), read for a replayed record.
 Newest = Callable[[], Version | None]
 Judge = Callable[[Leaf, Change], Outcome]
 
 
-class ShapeChanged(Exception):
-    """The tree is not shaped as guessed: read the path again."""
-
-
-@frozen
-class Tree:
-    """Which tree: a board's, in one period, and when its items expire (None: never)."""
-
-    board_id: str
-    period: str
-    expires: int | None = None
-
-
-@frozen
-class Pending:
-    """A node whose state goes to its parent: its ``level``, its count and ``sv``, and
-    whether the report goes on to the root even where totals do not change."""
-
-    level: int
-    count: Count
-    full: bool
-
-
-def enqueue(pending: dict[NodeId, Pending], node_id: NodeId, report: Pending) -> None:
-    """Add a report, keeping the newest state of a node reported twice (the root has no
-    parent to report to)."""
-    if node_id == ROOT:
-        return
-    known = pending.get(node_id)
-    if known is not None:
-        newest = report.count if report.count.sv > known.count.sv else known.count
-        report = Pending(report.level, newest, report.full or known.full)
-    pending[node_id] = report
-
-
-def to_the_root(pending: dict[NodeId, Pending]) -> dict[NodeId, Pending]:
-    """The same reports, each going all the way to the root."""
-    return {node_id: replace(report, full=True) for node_id, report in pending.items()}
-
-
-def in_turn(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    return [function(item) for item in items]
-
-
-class TreeKeeper:
-    def __init__(self, store: TreeStore, gather: Gather | None = None) -> None:
-        """``gather`` runs a batch's independent steps (each member's records, each
-        parent's report of a level): at once (``fanout.gather_writes``, the stream
-        consumer's), as two consumers' steps meet, or in turn (the default)."""
-        self.store = store
-        self.gather: Gather = gather or in_turn
-        self._shapes: dict[tuple[str, str], Shape] = {}
-
-    def shape(self, tree: Tree) -> Shape:
-        key = (tree.board_id, tree.period)
-        if key not in self._shapes and len(self._shapes) >= SHAPES_CACHED:
-            self._shapes.clear()
-        return self._shapes.setdefault(key, Shape())
+class TreeKeeper(TreeWalker):
+    """The count tree kept from the stream: records written to their leaves, nodes split."""
 
     def apply(self, tree: Tree, change: Change, newest: Newest | None = None) -> None:
         """Apply one record to the tree, and report what it changed. ``newest`` is given
@@ -170,43 +111,150 @@ class TreeKeeper:
         own entries and reports all the way to the root, as a record's does after a crash
         between its leaf and its reports).
 
-        A member with several records in the batch is the exception: its later records
-        leave no trace of the earlier ones (a join then a leave, in the usual order), so a
-        redelivery of the batch meets the leaves as the first delivery did, in the usual
-        order, and its reports, net zero, would stop below a node the dead delivery changed
-        but never reported. Such records report all the way to the root every time."""
+        The members with one record in the batch are written a leaf at a time: up to
+        ``JOINT_MOST`` of them in one request (``write_leaf_jointly``), each on its own
+        condition of the usual order; a joint write that fails is written again a record
+        at a time, each settling as a lone record does. A member with several records is
+        written a record at a time, in the stream's order: its later records leave no
+        trace of the earlier ones (a join then a leave), so a redelivery of the batch meets
+        the leaves as the first delivery did, in the usual order, and its reports, net
+        zero, would stop below a node the dead delivery changed but never reported. Such
+        records report all the way to the root every time."""
         pending: dict[NodeId, Pending] = {}
         failed: set[int] = set()
-        repeated = {m for m, n in Counter(change.member for change in changes).items() if n > 1}
         by_member: dict[str, list[int]] = {}
         for position, change in enumerate(changes):
             by_member.setdefault(change.member, []).append(position)
+        singles = [positions[0] for positions in by_member.values() if len(positions) == 1]
+        repeated = [positions for positions in by_member.values() if len(positions) > 1]
 
         def member_records(positions: list[int]) -> tuple[list[dict[NodeId, Pending]], list[int]]:
             """One member's records, in the stream's order (the members at once: records of
-            different members meet in the tree as two consumers' do)."""
+            different members meet in the tree as two consumers' do); ``full``: each
+            reports all the way to the root."""
             written_all, failed_here = [], []
             for position in positions:
                 change = changes[position]
                 try:
                     written = self._written(tree, change)
-                    written_all.append(to_the_root(written) if change.member in repeated else written)
+                    written_all.append(to_the_root(written) if len(positions) > 1 else written)
                 except Exception:
                     log.exception("a record of the count tree of %s failed", tree.board_id)
                     failed_here.append(position)
             return written_all, failed_here
 
-        for written_all, failed_here in self.gather(member_records, list(by_member.values())):
-            for written in written_all:
-                for report_id, report in written.items():
-                    enqueue(pending, report_id, report)
-            failed.update(failed_here)
+        def collect(results: list[tuple[list[dict[NodeId, Pending]], list[int]]]) -> None:
+            for written_all, failed_here in results:
+                for written in written_all:
+                    for report_id, report in written.items():
+                        enqueue(pending, report_id, report)
+                failed.update(failed_here)
+
+        by_leaf, alone = self._by_leaf(tree, changes, singles)
+        again: list[int] = []
+        for written, failed_here, retry in self.gather(
+            lambda parts: self._leaf_records(tree, changes, *parts), list(by_leaf.items())
+        ):
+            collect([([written], failed_here)])
+            again += retry
+        # a record whose path changed meanwhile goes again from a fresh read of it
+        again = sorted(set(again + alone) - failed)
+        collect(self.gather(member_records, [[position] for position in again] + repeated))
         try:
             self._report_all(tree, pending)
         except Exception:
             log.exception("the reports of a batch to the count tree of %s failed", tree.board_id)
             return set(range(len(changes)))
         return failed
+
+    def _by_leaf(
+        self, tree: Tree, changes: Sequence[Change], positions: list[int]
+    ) -> tuple[dict[NodeId, list[tuple[int, list[str]]]], list[int]]:
+        """The records at ``positions`` by the leaves they write, with the keys each holds
+        there (the paths found at once); those whose path could not be found, apart."""
+
+        def leaves_of(position: int) -> tuple[int, dict[NodeId, list[str]] | None]:
+            leaves: dict[NodeId, list[str]] = {}
+            try:
+                for key in changes[position].touched():
+                    leaves.setdefault(self._path(tree, key)[-1], []).append(key)
+            except Exception:  # ShapeChanged, or a read that failed: the record on its own
+                return position, None
+            return position, leaves
+
+        by_leaf: dict[NodeId, list[tuple[int, list[str]]]] = {}
+        alone: list[int] = []
+        for position, leaves in self.gather(leaves_of, positions):
+            if leaves is None:
+                alone.append(position)
+                continue
+            for leaf_id, keys in leaves.items():
+                by_leaf.setdefault(leaf_id, []).append((position, keys))
+        return by_leaf, alone
+
+    def _leaf_records(
+        self, tree: Tree, changes: Sequence[Change], leaf_id: NodeId, parts: list[tuple[int, list[str]]]
+    ) -> tuple[dict[NodeId, Pending], list[int], list[int]]:
+        """One leaf's writes of lone records, ``JOINT_MOST`` at a time, then its split or its
+        report: what it leaves to report, the positions that failed, and those to write
+        again from a fresh path (the leaf's keys moved)."""
+        states: list[tuple[Leaf, bool, bool]] = []
+        failed: list[int] = []
+        retry: list[int] = []
+        for start in range(0, len(parts), JOINT_MOST):
+            chunk = parts[start : start + JOINT_MOST]
+            if len(chunk) > 1:
+                try:
+                    joint = self._jointly(tree, leaf_id, [(changes[p], keys) for p, keys in chunk])
+                except Exception:
+                    log.exception("a joint write of the count tree of %s failed", tree.board_id)
+                    failed += [position for position, _ in chunk]
+                    continue
+                if joint is not None:
+                    states.append(joint)
+                    continue
+            for position, keys in chunk:
+                try:
+                    states.append(self._write_leaf(tree, leaf_id, keys, changes[position], replay=False))
+                except ShapeChanged:
+                    retry.append(position)
+                except Exception:
+                    log.exception("a record of the count tree of %s failed", tree.board_id)
+                    failed.append(position)
+        pending: dict[NodeId, Pending] = {}
+        if not states:
+            return pending, failed, retry
+        leaf = max((state[0] for state in states), key=lambda node: node.sv)
+        changed, full = any(state[1] for state in states), any(state[2] for state in states)
+        written = [p for p, _ in parts if p not in failed and p not in retry]
+        try:
+            if overfull(leaf):
+                self._split(tree, leaf_id, leaf, full, pending, max(changes[p].now for p in written))
+            elif changed or full:
+                enqueue(pending, leaf_id, Pending(0, Count(leaf.total, leaf.sv), full))
+        except ShapeChanged:  # the records go again, and find their entries written
+            return {}, failed, retry + written
+        except Exception:
+            log.exception("a split of the count tree of %s failed", tree.board_id)
+            return {}, failed + written, retry
+        return pending, failed, retry
+
+    def _jointly(
+        self, tree: Tree, leaf_id: NodeId, records: list[tuple[Change, list[str]]]
+    ) -> tuple[Leaf, bool, bool] | None:
+        """Lone records' writes to one leaf in one request, each in the usual order: the
+        leaf after them, whether its count changed, and False (no report to the root); None
+        when any condition failed (nothing was written)."""
+        writes = [
+            in_order_write(leaf_id, change, change.old in keys, change.new in keys)
+            for change, keys in records
+        ]
+        done, found = self.store.write_leaf_jointly(tree.board_id, tree.period, writes)
+        if not done or not isinstance(found, Leaf):
+            return None
+        leaf = self._swept(tree, leaf_id, found, records[0][0])
+        changed = any((change.old in keys) != (change.new in keys) for change, keys in records)
+        return leaf, changed, False
 
     def _written(self, tree: Tree, change: Change) -> dict[NodeId, Pending]:
         """One record's leaf writes (and splits), started again on a fresh path when the
@@ -219,18 +267,6 @@ class TreeKeeper:
             except ShapeChanged:
                 self.shape(tree).forget(change.touched() if attempt == 0 else None)
         raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the record")
-
-    def _report_all(self, tree: Tree, pending: dict[NodeId, Pending]) -> None:
-        """Report a batch's pending nodes. When the shape changed under them, forget it and
-        report them all again, all the way to the root: every report is guarded by ``sv``,
-        so what was reported already is refused, and goes on from the parent as it is."""
-        for attempt in range(MAX_ATTEMPTS):
-            try:
-                self._report(tree, dict(pending) if attempt == 0 else to_the_root(pending))
-                return
-            except ShapeChanged:
-                self.shape(tree).forget()
-        raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the batch")
 
     def _write(self, tree: Tree, change: Change, newest: Newest | None) -> dict[NodeId, Pending]:
         """A record's leaf writes (and the splits they call for); the nodes whose state goes
@@ -362,111 +398,3 @@ class TreeKeeper:
         return found
 
     # -- reports --------------------------------------------------------------------------
-
-    def _report(self, tree: Tree, pending: dict[NodeId, Pending]) -> None:
-        """Report the pending nodes, a level at a time from the lowest, those of one parent
-        in one request."""
-        while pending:
-            level = min(report.level for report in pending.values())
-            here = {node_id: report for node_id, report in pending.items() if report.level == level}
-            groups: dict[NodeId, dict[NodeId, Pending]] = {}
-            for node_id, report in here.items():
-                del pending[node_id]
-                parent_id = self._path(tree, node_id[1], level + 1)[-1]
-                groups.setdefault(parent_id, {})[node_id] = report
-            # the parents of a level at once: each report is one parent's request
-            reports = [(tree, parent_id, level + 1, children) for parent_id, children in groups.items()]
-            for found in self.gather(self._reported, reports):
-                for node_id, report in found.items():
-                    enqueue(pending, node_id, report)
-
-    def _reported(self, report: tuple[Tree, NodeId, int, dict[NodeId, Pending]]) -> dict[NodeId, Pending]:
-        """One parent's report (``_report_to``): what it leaves to report above."""
-        found: dict[NodeId, Pending] = {}
-        tree, parent_id, level, children = report
-        self._report_to(tree, parent_id, level, children, found)
-        return found
-
-    def _report_to(
-        self,
-        tree: Tree,
-        parent_id: NodeId,
-        level: int,
-        children: dict[NodeId, Pending],
-        pending: dict[NodeId, Pending],
-    ) -> None:
-        counts = {child_id[1]: report.count for child_id, report in children.items()}
-        full = any(report.full for report in children.values())
-        done, node = self.store.report(tree.board_id, tree.period, parent_id, level, counts)
-        if (
-            not isinstance(node, Inner)
-            or node.level != level
-            or not all(lo in node.children for lo in counts)
-        ):
-            raise ShapeChanged
-        if done:
-            after = replace(node, sv=node.sv + 1, children={**node.children, **counts})
-            self.shape(tree).learn([after])
-            if after.total != node.total or full:
-                enqueue(pending, parent_id, Pending(level, Count(after.total, after.sv), full))
-        elif len(children) > 1:  # some of them may still be newer than what the parent has
-            self._report_newer(tree, parent_id, level, children, node, pending)
-        else:  # a newer report is there, and its writer may have died before going further
-            self.shape(tree).learn([node])
-            enqueue(pending, parent_id, Pending(level, Count(node.total, node.sv), full))
-
-    def _report_newer(
-        self,
-        tree: Tree,
-        parent_id: NodeId,
-        level: int,
-        children: dict[NodeId, Pending],
-        parent: Inner,
-        pending: dict[NodeId, Pending],
-    ) -> None:
-        """After a report of several children was refused: the parent as the refusal found
-        it holds newer states of some (a split of one, another writer); those go on with
-        the parent as it is, and the others are reported again together (one at a time
-        when the parent shows none newer: it changed since)."""
-        held = {
-            child_id: report
-            for child_id, report in children.items()
-            if parent.children[child_id[1]].sv >= report.count.sv
-        }
-        if not held:
-            for child_id, report in children.items():
-                self._report_to(tree, parent_id, level, {child_id: report}, pending)
-            return
-        self.shape(tree).learn([parent])
-        full = any(report.full for report in held.values())
-        enqueue(pending, parent_id, Pending(level, Count(parent.total, parent.sv), full))
-        rest = {child_id: report for child_id, report in children.items() if child_id not in held}
-        if rest:
-            self._report_to(tree, parent_id, level, rest, pending)
-
-    # -- the path ---------------------------------------------------------------------------
-
-    def _read(self, tree: Tree, node_id: NodeId) -> Node | None:
-        return self.store.read_nodes(tree.board_id, tree.period, [node_id], consistent=True).get(node_id)
-
-    def _path(self, tree: Tree, key: str, level: int = 0) -> list[NodeId]:
-        """The ids from the root to the node of ``level`` that holds ``key``: guessed from
-        the shape seen so far, else read a level at a time (strongly consistent)."""
-        shape = self.shape(tree)
-        guessed = shape.guess(key, level)
-        if guessed is not None:
-            return guessed
-        path = [ROOT]
-        node = self._read(tree, ROOT)
-        if node is None:
-            self.store.plant_root(tree.board_id, tree.period, tree.expires)
-            node = self._read(tree, ROOT)
-        while node is not None and holds(node, key) and node.level >= level:
-            shape.learn([node])
-            if node.level == level:
-                return path
-            if not isinstance(node, Inner) or not node.children:
-                break
-            path.append(child_for(node, key))
-            node = self._read(tree, path[-1])
-        raise ShapeChanged

@@ -111,22 +111,33 @@ class CountTree:
     def write_leaf(self, board_id: str, period: str, write: LeafWrite) -> tuple[bool, Node | None]:
         """One leaf write (``counttree.LeafWrite``), answered with the leaf after it, or with
         the node as its condition found it."""
-        names = {"#e": "e", "#x": "x", "#m": write.member, "#sv": "sv"}
+        return self.write_leaf_jointly(board_id, period, [write])
+
+    def write_leaf_jointly(
+        self, board_id: str, period: str, writes: Sequence[LeafWrite]
+    ) -> tuple[bool, Node | None]:
+        """Writes of different members to one leaf in one UpdateItem, on all their
+        conditions at once: all of them, or none (answered as ``write_leaf``)."""
+        names = {"#e": "e", "#x": "x", "#sv": "sv"}
         values: dict[str, Any] = {":one": {"N": "1"}}
-        sets, removes = [], []
-        if write.entry is not None:
-            sets.append("#e.#m = :entry")
-            values[":entry"] = {"S": entry_text(write.member, write.entry)}
-        else:
-            removes.append("#e.#m")
-        if write.tombstone is not None:
-            sets.append("#x.#m = :stone")
-            values[":stone"] = {"S": tombstone_text(write.tombstone)}
-        else:
-            removes.append("#x.#m")
-        for index, member in enumerate(write.drop):
-            names[f"#d{index}"] = member
-            removes.append(f"#x.#d{index}")
+        sets, removes, conditions = [], [], []
+        for at, write in enumerate(writes):
+            member = f"#m{at}"
+            names[member] = write.member
+            if write.entry is not None:
+                sets.append(f"#e.{member} = :entry{at}")
+                values[f":entry{at}"] = {"S": entry_text(write.member, write.entry)}
+            else:
+                removes.append(f"#e.{member}")
+            if write.tombstone is not None:
+                sets.append(f"#x.{member} = :stone{at}")
+                values[f":stone{at}"] = {"S": tombstone_text(write.tombstone)}
+            else:
+                removes.append(f"#x.{member}")
+            for index, dropped in enumerate(write.drop):
+                names[f"#d{at}_{index}"] = dropped
+                removes.append(f"#x.#d{at}_{index}")
+            conditions.append(_leaf_condition(write.expect, at, names, values))
         expression = " ".join(
             part
             for part in (
@@ -136,11 +147,10 @@ class CountTree:
             )
             if part
         )
-        condition = _leaf_condition(write.member, write.expect, names, values)
         done, item = self.tables.update_answering(
-            self.key(board_id, period, write.leaf),
+            self.key(board_id, period, writes[0].leaf),
             expression,
-            ConditionExpression=condition,
+            ConditionExpression=" AND ".join(conditions),
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
@@ -255,21 +265,24 @@ def _partition(pk: str, keys_only: bool) -> dict[str, Any]:
     return request
 
 
-def _leaf_condition(member: str, expect: InOrder | int, names: dict[str, str], values: dict[str, Any]) -> str:
-    """The condition of a leaf write: the ``sv`` it was decided on; or what the usual order
-    leaves, with the key it puts within the leaf's range (an entry is always within it)."""
+def _leaf_condition(expect: InOrder | int, at: int, names: dict[str, str], values: dict[str, Any]) -> str:
+    """The condition of the ``at``-th write to a leaf (its member is ``#m<at>``): the ``sv``
+    it was decided on; or what the usual order leaves, with the key it puts within the
+    leaf's range (an entry is always within it)."""
     if isinstance(expect, int):
-        values[":sv"] = {"N": str(expect)}
-        return "attribute_exists(#e) AND #sv = :sv"
+        values[f":sv{at}"] = {"N": str(expect)}
+        return f"attribute_exists(#e) AND #sv = :sv{at}"
+    member = f"#m{at}"
     if expect.was is None:
-        parts = ["attribute_exists(#e)", "attribute_not_exists(#e.#m)", "attribute_not_exists(#x.#m)"]
+        parts = ["attribute_exists(#e)", f"attribute_not_exists(#e.{member})"]
+        parts.append(f"attribute_not_exists(#x.{member})")
     else:
-        values[":was"] = {"S": entry_text(member, expect.was)}
-        parts = ["#e.#m = :was"]
+        values[f":was{at}"] = {"S": entry_text(names[member], expect.was)}
+        parts = [f"#e.{member} = :was{at}"]
     if expect.key is not None:
         names.update({"#lo": "lo", "#hi": "hi"})
-        values[":key"] = {"S": expect.key}
-        parts += ["#lo <= :key", "(attribute_not_exists(#hi) OR :key < #hi)"]
+        values[f":key{at}"] = {"S": expect.key}
+        parts += [f"#lo <= :key{at}", f"(attribute_not_exists(#hi) OR :key{at} < #hi)"]
     return " AND ".join(parts)
 
 
