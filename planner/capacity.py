@@ -115,7 +115,7 @@ MEASURED_NEAR_WCU = {1: 1.27, 100: 1.27, 1_000: 1.32}
 
 # -- The stream's batches (template.yaml: the AggregatorFunction's event source) ----------
 STREAM_BATCH_SIZE = 1_000  # BatchSize: the most records one batch holds
-STREAM_BATCH_WINDOW_S = 1.0  # MaximumBatchingWindowInSeconds: how long a shard gathers a batch
+STREAM_BATCH_WINDOW_S = 0.5  # MaximumBatchingWindowInSeconds: how long a shard gathers a batch
 # A table's stream has about one shard per table partition, and a partition takes
 # PARTITION_WCU_PER_S. Only the score items (1 WCU a change), the event log and the profiles
 # are on the streamed table: the derived items (count tree, heads, counts, marks, leader,
