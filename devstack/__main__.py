@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
             schedule_seconds=args.schedule_seconds,
             db_path=args.db_path,
             front_door=args.front_door,
+            consumers_apart=True,
         )
     )
     return 0

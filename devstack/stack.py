@@ -17,11 +17,11 @@ from typing import Any
 from devstack import httpdoor
 from devstack import template as template_module
 from devstack.apidocs import ApiDocs
+from devstack.consumers import ConsumerPlan, ConsumersApart, start_pollers
 from devstack.dynamodb_local import DynamoDBLocal
 from devstack.gateway import TEST_CONTROLS, ApiServer, EdgeAuth, Gateway
 from devstack.issuer import LocalIssuer
 from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, Messaging, MotoServer, create_messaging, endpoints
-from devstack.rawrecords import RawGetRecords
 from devstack.schedules import ScheduleTimer
 from devstack.streams import FailureDestination, StreamPoller
 
@@ -146,6 +146,9 @@ class Stack:
     schedule_seconds: float | None = None  # replaces every schedule's period (tests use it)
     db_path: Path | None = None  # DynamoDB Local on disk here (-dbPath), not in memory
     announce: bool = True  # write .devstack/running.json for `invoke` (not for a stack inside the bench)
+    # The stream consumers in a process of their own (devstack/consumers.py), as `python -m
+    # devstack` runs them; a bench that counts their requests in its own process keeps them here.
+    consumers_apart: bool = False
     # Tokens checked as in AWS, against the stack's own issuer; PODIUM_AUTH=off: every caller is an admin.
     auth: bool = field(default_factory=lambda: os.environ.get(AUTH_SWITCH, "on").strip().lower() != "off")
     # The REST API's routes behind its edge authorizer, or the HTTP API's (HttpApi=on) with
@@ -157,6 +160,7 @@ class Stack:
     messaging: Messaging | None = None
     api: ApiServer | None = None
     pollers: list[StreamPoller] = field(default_factory=list)
+    apart: ConsumersApart | None = None
     timers: list[ScheduleTimer] = field(default_factory=list)
 
     @property
@@ -215,26 +219,26 @@ class Stack:
 
         wiring.reset()
 
-        streams_endpoint = (
-            os.environ.get("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") or os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
-        )
-        streams = RawGetRecords().install(boto3.client("dynamodbstreams", endpoint_url=streams_endpoint))
         sqs = boto3.client("sqs", endpoint_url=sqs_endpoint)
-        for consumer in spec.stream_consumers():
-            destination = failure_destination(
-                consumer,
-                self.messaging,
-                sqs,
-                fallback=STATE / f"{self.table_prefix}{consumer.function}-failures.jsonl",
+        plans = [
+            ConsumerPlan(
+                consumer.function,
+                stream_arns[consumer.table],
+                failure_destination(consumer, self.messaging, sqs, Path()).queue_url,
+                str(STATE / f"{self.table_prefix}{consumer.function}-failures.jsonl"),
             )
-            poller = StreamPoller(
-                consumer, stream_arns[consumer.table], streams, destination, deliver_twice=self.deliver_twice
-            )
-            poller.start()
-            self.pollers.append(poller)
-
+            for consumer in spec.stream_consumers()
+        ]
+        if self.consumers_apart:
+            self.apart = ConsumersApart(plans, self.table_prefix, self.deliver_twice)
+            log.info("stream consumers in a process of their own (pid %d)", self.apart.pid)
+            consumers: dict[str, Any] = dict(self.apart.pollers())
+        else:
+            started = start_pollers(spec, plans, self.deliver_twice)
+            self.pollers = list(started.values())
+            consumers = dict(started)
         if os.environ.get(TEST_CONTROLS) == "1":
-            gateway.consumers = {poller.consumer.function: poller for poller in self.pollers}
+            gateway.consumers = consumers
         self.api.start()
         for schedule in spec.schedules():
             if schedule.enabled:
@@ -271,6 +275,8 @@ class Stack:
                 RUNNING.unlink(missing_ok=True)
         for poller in self.pollers:
             poller.stop()
+        if self.apart is not None:
+            self.apart.stop()
         if self.moto is not None:
             self.moto.stop()
             for key in (SNS_ENDPOINT, SQS_ENDPOINT):

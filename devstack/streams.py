@@ -194,6 +194,8 @@ class StreamPoller:
         self.finished: set[str] = set()
         self._stop = threading.Event()
         self._paused = threading.Event()
+        self._between = threading.Event()  # set while no batch is in hand
+        self._between.set()
         self._thread = threading.Thread(target=self._run, name=f"stream-{consumer.function}", daemon=True)
         self._watcher = threading.Thread(
             target=self._watch, name=f"stream-{consumer.function}-watch", daemon=True
@@ -241,10 +243,12 @@ class StreamPoller:
             "dynamodbstreams", endpoint_url=meta.endpoint_url, region_name=meta.region_name, config=config
         )
 
-    def pause(self, paused: bool) -> None:
-        """Stop reading the stream (after the batch in hand), or go on where it stopped."""
+    def pause(self, paused: bool, wait: float = 60.0) -> None:
+        """Stop reading the stream, or go on where it stopped. A pause returns once the
+        batch in hand (if any) is delivered: records read but not yet handed over wait."""
         if paused:
             self._paused.set()
+            self._between.wait(wait)
         else:
             self._paused.clear()
 
@@ -326,7 +330,7 @@ class StreamPoller:
     def _poll_shard(self, state: ShardState) -> bool:
         deadline = time.monotonic() + self.consumer.batching_window
         renewed = False
-        while state.iterator and len(state.pending) < self.consumer.batch_size:
+        while state.iterator and len(state.pending) < self.consumer.batch_size and not self._paused.is_set():
             try:
                 response = self.client.get_records(
                     ShardIterator=state.iterator, Limit=self.consumer.batch_size - len(state.pending)
@@ -357,14 +361,20 @@ class StreamPoller:
             return False
         if not state.pending:
             return False
-        batch, state.pending = state.pending, []
-        handed = [r for r in batch if wanted(self.consumer.filters, r)]
-        if handed:
-            self._deliver(state.shard_id, handed)
-            if self.deliver_twice:
+        self._between.clear()
+        try:
+            if self._paused.is_set():  # paused while gathering: the records wait for the go-on
+                return False
+            batch, state.pending = state.pending, []
+            handed = [r for r in batch if wanted(self.consumer.filters, r)]
+            if handed:
                 self._deliver(state.shard_id, handed)
-        state.checkpoint(time.monotonic())
-        return True
+                if self.deliver_twice:
+                    self._deliver(state.shard_id, handed)
+            state.checkpoint(time.monotonic())
+            return True
+        finally:
+            self._between.set()
 
     def _deliver(self, shard_id: str, records: list[dict[str, Any]]) -> None:
         """Invoke until the batch is done, as the event source mapping would."""

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 # past COUNT_INDEX_UP_TO (2,048), so that ranks are counted from the count tree the stream keeps
-PLAN = FreshPlan(members=3_000, rate=200.0, burst_s=2.0, clients=16, early_s=None)
+PLAN = FreshPlan(members=3_000, rate=200.0, burst_s=2.0, clients=16)
 
 
 @pytest.fixture(scope="module")

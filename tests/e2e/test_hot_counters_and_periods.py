@@ -53,26 +53,38 @@ def test_5000_events_from_16_clients_half_sent_twice_count_once(podium: PodiumCl
     assert (fresh.score, fresh.pending_events) == (Decimal(VIEWS), 0)
 
 
-def test_a_fresh_read_is_the_true_total_before_the_fold(podium: PodiumClient) -> None:
+def _pause_aggregator(stack_url: str, paused: bool) -> None:
+    """The fold waits (the aggregator stops reading its stream) or goes on."""
+    response = requests.put(
+        f"{stack_url}/_devstack/streams/AggregatorFunction", json={"paused": paused}, timeout=TIMEOUT
+    )
+    assert response.status_code == 200, response.text
+
+
+def test_a_fresh_read_is_the_true_total_before_the_fold(podium: PodiumClient, stack_url: str) -> None:
     # Given an image with 5 views
     board = unique_id("fresh")
     podium.create_board(board)
     podium.put_member(board, "img-1", score=5)
 
     # When 250 views (some with ids, one id repeated, some decimal and sent without an id)
-    # are logged
+    # are logged while the fold waits (the stream's consumer falls behind)
     events = [Event("img-1", 1, f"e-{i}") for i in range(200)]
     events += [Event("img-1", Decimal("0.5")) for _ in range(49)]
     events.append(Event("img-1", 1, "e-0"))
-    for start in range(0, len(events), 100):
-        _log(podium, board, events[start : start + 100], assign_ids=False)
-    first = podium.get_member(board, "img-1", fresh=True)
+    _pause_aggregator(stack_url, True)
+    try:
+        for start in range(0, len(events), 100):
+            _log(podium, board, events[start : start + 100], assign_ids=False)
+        first = podium.get_member(board, "img-1", fresh=True)
+        plain = podium.get_member(board, "img-1").score
+    finally:
+        _pause_aggregator(stack_url, False)
 
     # Then the fresh read is the true total at once, while the fold has work left
     assert first.score == Decimal("229.5")
     assert first.pending_events is not None
     assert first.pending_events > 0
-    plain = podium.get_member(board, "img-1").score
     assert plain is not None
     assert plain < Decimal("229.5")
 
