@@ -228,10 +228,8 @@ class TreeKeeper(TreeWalker):
         changed, full = any(state[1] for state in states), any(state[2] for state in states)
         written = [p for p, _ in parts if p not in failed and p not in retry]
         try:
-            if overfull(leaf):
-                self._split(tree, leaf_id, leaf, full, pending, max(changes[p].now for p in written))
-            elif changed or full:
-                enqueue(pending, leaf_id, Pending(0, Count(leaf.total, leaf.sv), full))
+            now = max(changes[p].now for p in written)
+            self._leaf_written(tree, leaf_id, leaf, changed, full, pending, now)
         except ShapeChanged:  # the records go again, and find their entries written
             return {}, failed, retry + written
         except Exception:
@@ -289,11 +287,25 @@ class TreeKeeper(TreeWalker):
             written[leaf_id] = self._settle(tree, leaf_id, [change.new], change, found, withdraw, full=True)
         pending: dict[NodeId, Pending] = {}
         for leaf_id, (leaf, changed, full) in written.items():
-            if overfull(leaf):
-                self._split(tree, leaf_id, leaf, full, pending, change.now)
-            elif changed or full:
-                enqueue(pending, leaf_id, Pending(0, Count(leaf.total, leaf.sv), full))
+            self._leaf_written(tree, leaf_id, leaf, changed, full, pending, change.now)
         return pending
+
+    def _leaf_written(
+        self,
+        tree: Tree,
+        leaf_id: NodeId,
+        leaf: Leaf,
+        changed: bool,
+        full: bool,
+        pending: dict[NodeId, Pending],
+        now: int,
+    ) -> None:
+        """After a leaf's writes: split it if it is past its size, else report it when its
+        count changed (or the report must go all the way up)."""
+        if overfull(leaf):
+            self._split(tree, leaf_id, leaf, full, pending, now)
+        elif changed or full:
+            enqueue(pending, leaf_id, Pending(0, Count(leaf.total, leaf.sv), full))
 
     # -- the leaves -----------------------------------------------------------------------
 
