@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from podium.errors import ValidationError
+from podium.errors import NotFound, ValidationError
 from podium.stream.aggregate import Aggregator
 from podium.validation import board_request, member_request
 from podium.wiring import Services
@@ -277,3 +277,72 @@ def test_a_source_writer_whose_clock_is_behind_still_rolls_its_later_change_up(
 
     # Then the target took the later change: a score's time follows the one it replaced
     assert service.members.get_member(targets["set"], "fay").score == Decimal(6)
+
+
+# -- the target's own policy ---------------------------------------------------------------
+
+
+def _apply_all(service: Services, stream: TableStream, boards: list[str]) -> None:
+    aggregator = Aggregator(service.db, service.boards.settings, service.clock)
+    for record in _records(stream, boards):
+        aggregator.apply(record)
+
+
+def test_a_member_deleted_from_a_target_is_not_brought_back_by_its_sources(
+    service: Services,
+    table_stream: TableStream,
+) -> None:
+    # Given a member rolled up into a target, then deleted there (a cheater removed from
+    # the global board)
+    suffix = unique_id("gone")
+    target, source = f"all-{suffix}", f"xbox-{suffix}"
+    service.boards.put_board(target, board_request({}))
+    service.boards.put_board(source, board_request({"rollupTo": [target]}, own_id=source))
+    service.members.put_member(source, "cheat", member_request({"score": Decimal(10)}))
+    _apply_all(service, table_stream, [source])
+    assert service.members.get_member(target, "cheat").score == Decimal(10)
+    service.members.delete_member(target, "cheat")
+
+    # When it scores again on the source, and the stream delivers everything again
+    service.members.submit_score(source, "cheat", Decimal(5))
+    _apply_all(service, table_stream, [source])
+
+    # Then the target does not have it back
+    with pytest.raises(NotFound):
+        service.members.get_member(target, "cheat")
+    assert [e.member_id for e in service.reads.top(target, 10, None, False, consistent=True).entries] == []
+
+    # And once an admin adds it to the target again, its later changes roll up again
+    seen = {r["eventID"] for r in _records(table_stream, [source])}
+    service.members.put_member(target, "cheat", member_request({}))
+    service.members.submit_score(source, "cheat", Decimal(1))
+    aggregator = Aggregator(service.db, service.boards.settings, service.clock)
+    for record in _records(table_stream, [source]):
+        if record["eventID"] not in seen:
+            aggregator.apply(record)
+    assert service.members.get_member(target, "cheat").score == Decimal(1)
+
+
+def test_a_targets_value_limits_apply_to_what_is_rolled_up(
+    service: Services,
+    table_stream: TableStream,
+) -> None:
+    # Given a source without limits rolling up into an increment target that takes changes
+    # of at most 50 and a best target that takes scores of at most 1,000
+    suffix = unique_id("lim")
+    total, best, source = f"all-{suffix}", f"best-{suffix}", f"src-{suffix}"
+    service.boards.put_board(total, board_request({"limits": {"maxValue": Decimal(50)}}))
+    service.boards.put_board(best, board_request({"operator": "best", "limits": {"maxValue": Decimal(1000)}}))
+    service.boards.put_board(source, board_request({"rollupTo": [total, best]}, own_id=source))
+
+    # When the source member gains 30, then 2,000 at once, then 5
+    service.members.put_member(source, "ann", member_request({"score": Decimal(30)}))
+    service.members.submit_score(source, "ann", Decimal(2000))
+    service.members.submit_score(source, "ann", Decimal(5))
+    _apply_all(service, table_stream, [source])
+
+    # Then each target took only the changes its limits allow: the increment target the
+    # gains of 30 and 5, the best target the score of 30 (2,030 and 2,035 are past 1,000)
+    assert service.members.get_member(total, "ann").score == Decimal(35)
+    assert service.members.get_member(best, "ann").score == Decimal(30)
+    assert service.members.get_member(source, "ann").score == Decimal(2035)

@@ -192,6 +192,7 @@ class MemberService:
         gone = self.members.fence(board_id, member_id, to_microseconds(self.boards.clock()))
         if gone is None:
             return
+        self.boards.boards.remember_deleted(board_id, member_id, gone)  # no rollup brings it back
         # The edges before the list that names them: a delete that fails half-way finds the
         # list again on its retry.
         follows = self.social.get_rivals(board_id, member_id)

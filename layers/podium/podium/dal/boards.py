@@ -218,6 +218,23 @@ class Boards:
             copy_item = self.tables.get(schema.head_key(board_id, period))
         return codecs.head_from_item(copy_item) if copy_item else None
 
+    # -- members deleted from the board -----------------------------------------------------
+
+    def remember_deleted(self, board_id: str, member_id: str, gone_us: int) -> None:
+        """Keep when the member was last deleted from the board, so that a rollup does not
+        bring it back (``stream.rollups``): one small item a member deleted, in the state
+        table."""
+        self.tables.update(
+            schema.deleted_key(board_id, member_id),
+            "SET #a = :at",
+            ExpressionAttributeNames={"#a": "at"},
+            ExpressionAttributeValues={":at": {"N": str(gone_us)}},
+        )
+
+    def deleted_at(self, board_id: str, member_id: str) -> int | None:
+        item = self.tables.get(schema.deleted_key(board_id, member_id), consistent=True)
+        return int(item["at"]["N"]) if item else None
+
 
 class DataSizes:
     """The board's ``largestData``: the size of the largest member data it has held, which

@@ -57,6 +57,7 @@ BUCKET = "BKT#"  # + period # lo
 BUCKET_STATE = "BST#"  # + period # lo
 BUCKET_SNAPSHOT = "BSN#"  # + period # epoch # lo
 LEADER = "LEADER#"  # + period
+DELETED = "GONE#"  # + memberId: when the member was last deleted from the board (rollups)
 RESULT = "RESULT#"  # + period: its announcement; + period # run # part: its announced list
 TREE_ROOT = "R"  # the count tree's root; its other nodes are {level:02d}#{lo}
 TREE_CHILD = "k"  # + a child's lo: its key in an inner node's map (a map key cannot be empty)
@@ -210,6 +211,10 @@ def parse_job_id(job: str) -> tuple[str, str]:
 def fanout_key(board_id: str, member_id: str, job: str) -> Key:
     """The job ``job`` (its id: ``job_id``) over the followers of ``member_id``."""
     return key(fanout_pk(board_id, member_id), job)
+
+
+def deleted_key(board_id: str, member_id: str) -> Key:
+    return key(f"{BOARD}{board_id}", f"{DELETED}{member_id}")
 
 
 def leader_key(board_id: str, period: str) -> Key:

@@ -25,7 +25,7 @@ from podium.ports import Repositories
 from podium.stream.counts import apply_count, apply_counts
 from podium.stream.placements import fix_placements
 from podium.stream.records import Record, index_keys_only, score_record
-from podium.stream.rollups import roll_up
+from podium.stream.rollups import NO_LIMITS, roll_up
 from podium.stream.upkeep import RankUpkeep
 
 SettingsOf = Callable[[str], BoardSettings]
@@ -55,7 +55,17 @@ class Aggregator:
         score = score_record(record)
         if score is not None and score.new is not None and (score.changed or score.event_name == "INSERT"):
             for target in self.settings_of(score.board_id).rollup_to:
-                roll_up(self.db.members, self.settings_of, self.clock, score, target)
+                board = self.db.boards.get_board(target)  # its limits as they are now
+                limits = board.policy.limits if board is not None else NO_LIMITS
+                roll_up(
+                    self.db.members,
+                    self.settings_of,
+                    self.clock,
+                    score,
+                    target,
+                    limits,
+                    self.db.boards.deleted_at,
+                )
 
     def keep_heads(self, records: list[Record]) -> set[str]:
         """Per batch: the heads of the boards whose scores the batch changes; the

@@ -14,10 +14,18 @@ the score of the change made last, whatever the order the records come in. The m
 time, not the source item's version: versions start again at 1 for a member deleted and
 added back, times go on (and grow along an item's changes: ``ScoreState.then``). One
 moment serves every source: a change older than the latest one taken from its own source
-is older than the latest taken from any, and the score item stays under 1 KB."""
+is older than the latest taken from any, and the score item stays under 1 KB.
+
+A target keeps its own policy (docs/api.md, "Rollups"): its value limits bound what it
+takes (an ``increment`` target the change, the others the new score), so a source with
+looser limits cannot carry a score into it that its own submissions could not make; and a
+member deleted from a target (a cheater removed from the global board) is not brought back
+by its sources' later changes, until an admin adds it to the target again. A member hidden
+on a target stays hidden there: the target's own items say so (``write_score``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -26,12 +34,18 @@ from decimal import Decimal
 from podium import keys, numbers, periods, retry
 from podium.dal import schema
 from podium.errors import AlreadyApplied, HiddenChanged, ItemMissing, ValidationError, VersionConflict
-from podium.models import BoardSettings, ScoreState
+from podium.models import BoardSettings, Limits, ScoreState
 from podium.ports import MemberStore
 from podium.stream.records import ScoreRecord
+from podium.validation import within_limits
+
+log = logging.getLogger(__name__)
+
+NO_LIMITS = Limits()
 
 SettingsOf = Callable[[str], BoardSettings]
 Clock = Callable[[], datetime]
+DeletedAt = Callable[[str, str], int | None]
 
 
 def rolled_up(target: BoardSettings, current: Decimal | None, old: Decimal, new: Decimal) -> Decimal:
@@ -44,8 +58,17 @@ def rolled_up(target: BoardSettings, current: Decimal | None, old: Decimal, new:
 
 
 def roll_up(
-    members: MemberStore, settings_of: SettingsOf, clock: Clock, record: ScoreRecord, target_id: str
+    members: MemberStore,
+    settings_of: SettingsOf,
+    clock: Clock,
+    record: ScoreRecord,
+    target_id: str,
+    limits: Limits = NO_LIMITS,
+    deleted_at: DeletedAt = lambda board_id, member_id: None,
 ) -> None:
+    """Apply the record's change to the target board, once; ``limits``: the target's as
+    they are now (they may change at any time); ``deleted_at``: when a member was last
+    deleted from a board, if ever."""
     assert record.new is not None
     mark = schema.rollup_mark(target_id, record.event_id)
     target = settings_of(target_id)
@@ -53,6 +76,16 @@ def roll_up(
     changed_at = datetime.fromtimestamp(record.changed_us / 1_000_000, tz=UTC)
     period = periods.period_of(target.reset, changed_at)
     old = record.old if record.old is not None else Decimal(0)
+    refused = refusal(target, limits, old, record.new)
+    if refused is not None:
+        log.warning(
+            "%s's change on %s is not rolled up into %s: %s",
+            record.member_id,
+            record.board_id,
+            target_id,
+            refused,
+        )
+        return  # the same judgment on redelivery: nothing to remember
     # The target member is hidden only if hidden on the target (its own score item says,
     # or for its first score of a period its profile there: ``write_score``).
     first_hidden = False
@@ -85,6 +118,14 @@ def roll_up(
         except HiddenChanged as changed:
             first_hidden = changed.hidden
         except ItemMissing:  # the member first appears in the target: with the source's data
+            if deleted_at(target_id, record.member_id) is not None:
+                log.info(
+                    "%s was deleted from %s: its change on %s is not rolled up",
+                    record.member_id,
+                    target_id,
+                    record.board_id,
+                )
+                return
             data = members.get_data(record.board_id, [record.member_id])[record.member_id]
             score = (replace(new_state, hidden=False), placement)  # a new member is not hidden
             if members.create_member(target_id, record.member_id, data, score, period, now, mark=mark):
@@ -92,6 +133,18 @@ def roll_up(
         except VersionConflict:
             continue
     raise RuntimeError(f"could not roll {record.member_id} up into {target_id}: too much contention")
+
+
+def refusal(target: BoardSettings, limits: Limits, old: Decimal, new: Decimal) -> str | None:
+    """Why the target's value limits refuse the source's change from ``old`` to ``new``
+    (None: they take it): an ``increment`` target bounds the change, as it bounds a
+    submission's value, the others the score they are offered."""
+    value = numbers.EXACT.subtract(new, old) if target.operator == "increment" else new
+    try:
+        within_limits(value, limits, "the change" if target.operator == "increment" else "the score")
+    except ValidationError as error:
+        return error.message
+    return None
 
 
 def takes(target: BoardSettings, state: ScoreState | None, moment_us: int) -> bool:
