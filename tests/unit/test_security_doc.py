@@ -1,0 +1,47 @@
+"""docs/security.md names the routes that run no authorizer: its counts are the template's."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from devstack import template
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+WORDS = {
+    w: n
+    for n, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
+
+
+def _said(pattern: str) -> list[int]:
+    return [WORDS[w] for w in re.findall(pattern, DOC.read_text())]
+
+
+def test_the_routes_without_an_authorizer_are_counted_as_the_template_has_them() -> None:
+    # Given the template's routes that no authorizer guards, the page's own two among them
+    open_routes = [r for r in template.read().routes() if r.authorizer is None]
+    page = [r for r in open_routes if r.function == "WebFunction"]
+    assert page, "the page is served without a token"
+
+    # Then the page says how many there are, everywhere it counts them
+    assert _said(r"every route except the (\w+) below") == [len(open_routes)]
+    counted = _said(r"the (\w+) read routes that `publicRead` opens")
+    counted += _said(r"once per request on the (\w+) public-capable routes")
+    assert counted == [len(open_routes) - len(page)] * 2
