@@ -13,6 +13,7 @@ with native code has to ship in the layer or load at a cold start.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import json
@@ -41,9 +42,13 @@ FETCH_TIMEOUT_SECONDS = 5.0
 
 
 def b64url_decode(text: str) -> bytes:
-    if not _BASE64URL.fullmatch(text):
+    # 4n+1 characters hold no whole byte in their last character: no encoder makes them.
+    if not _BASE64URL.fullmatch(text) or len(text) % 4 == 1:
         raise Unauthorized("the token is malformed: not three base64url parts")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except binascii.Error:
+        raise Unauthorized("the token is malformed: not three base64url parts") from None
 
 
 def b64url_encode(data: bytes) -> str:
@@ -53,7 +58,7 @@ def b64url_encode(data: bytes) -> str:
 def _json_part(text: str, what: str) -> dict[str, Any]:
     try:
         value = json.loads(b64url_decode(text))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         raise Unauthorized(f"the token is malformed: its {what} is not JSON") from None
     if not isinstance(value, dict):
         raise Unauthorized(f"the token is malformed: its {what} is not a JSON object")
@@ -147,6 +152,39 @@ class KeySet:
         self._keys = keys
 
 
+# Claims whose type the service relies on: a token that has one of another type is refused
+# (401), never read as if the claim were absent.
+DATE_CLAIMS = ("exp", "nbf", "iat")
+STRING_CLAIMS = ("sub", "scope", "client_id", "token_use", "username")
+LIST_OF_STRINGS_CLAIMS = ("scp",)
+LATEST_DATE = 253402300799  # 9999-12-31T23:59:59Z: a NumericDate past it is not a date
+
+
+def numeric_date(claims: Mapping[str, Any], name: str) -> float | None:
+    """A NumericDate claim (RFC 7519: seconds since 1970, maybe fractional): None when
+    absent; 401 when it is there and not a finite number of seconds (NaN, Infinity, a
+    string, a bool, null, a number beyond year 9999)."""
+    if name not in claims:
+        return None
+    value = claims[name]
+    # NaN fails every comparison, so the bounds refuse it with the infinities.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= LATEST_DATE:
+        raise Unauthorized(f"the token's {name} is not a date (a number of seconds since 1970)")
+    return float(value)
+
+
+def _check_types(claims: Mapping[str, Any]) -> None:
+    for name in DATE_CLAIMS:
+        numeric_date(claims, name)
+    for name in STRING_CLAIMS:
+        if name in claims and not isinstance(claims[name], str):
+            raise Unauthorized(f"the token's {name} claim is not a string")
+    for name in LIST_OF_STRINGS_CLAIMS:
+        value = claims.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise Unauthorized(f"the token's {name} claim is not a list of strings")
+
+
 @frozen
 class Verifier:
     """Checks a token's signature and claims; ``verify`` answers its claims or raises
@@ -157,10 +195,12 @@ class Verifier:
     keys: KeySet
     leeway_seconds: int = DEFAULT_LEEWAY_SECONDS
     clock: Callable[[], float] = time.time
+    # What a token's token_use must say ("access" for the stack's Cognito pool); None: any.
+    token_use: str | None = None
 
     def verify(self, token: str) -> dict[str, Any]:
         parts = token.split(".")
-        if len(parts) != 3:
+        if len(parts) != 3 or not all(_BASE64URL.fullmatch(part) for part in parts):
             raise Unauthorized("the token is malformed: not three base64url parts")
         header = _json_part(parts[0], "header")
         algorithm = header.get("alg")
@@ -184,14 +224,18 @@ class Verifier:
         now = self.clock()
         if claims.get("iss") != self.issuer:
             raise Unauthorized(f"the token is from issuer {claims.get('iss')!r}, not this service's")
-        expires = claims.get("exp")
-        if not isinstance(expires, int | float) or isinstance(expires, bool):
+        _check_types(claims)
+        expires = numeric_date(claims, "exp")
+        if expires is None:
             raise Unauthorized("the token has no expiry (exp)")
         if now > expires + self.leeway_seconds:
             raise Unauthorized("the token has expired")
-        not_before = claims.get("nbf")
-        if isinstance(not_before, int | float) and now + self.leeway_seconds < not_before:
+        not_before = numeric_date(claims, "nbf")
+        if not_before is not None and now + self.leeway_seconds < not_before:
             raise Unauthorized("the token is not valid yet (nbf)")
+        if self.token_use is not None and claims.get("token_use") != self.token_use:
+            # A Cognito ID token carries attributes its user may change (email, name...).
+            raise Unauthorized(f"the token's token_use is not {self.token_use!r}: send the access token")
         if not self._audience_matches(claims):
             raise Unauthorized("the token is for another audience")
 
