@@ -308,3 +308,37 @@ def test_random_mutations_of_a_token_are_refused_as_401_only() -> None:
         # any other exception fails the test
         with contextlib.suppress(Unauthorized):
             checker.verify(token)
+
+
+# -- Cognito: access tokens only -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("token_use", ["id", None, "refresh"])
+def test_with_token_use_access_an_id_token_is_refused(token_use: str | None) -> None:
+    # Given a verifier for the stack's Cognito pool (access tokens only), and a token that
+    # is an ID token (its aud the app client; it carries attributes the user may change)
+    checker = Verifier(ISSUER.url, frozenset({AUDIENCE}), KeySet(ISSUER.jwks), token_use="access")
+    token = ISSUER.sign(claims(token_use=token_use, email="mallory@example.com"))
+
+    # When it is checked, then it is refused, naming token_use
+    with pytest.raises(Unauthorized, match="token_use"):
+        checker.verify(token)
+
+    # And the pool's access token passes
+    assert checker.verify(ISSUER.sign(claims(token_use="access")))["sub"] == "alice"
+
+
+def test_the_services_verifier_takes_access_tokens_only_from_a_cognito_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from podium import identity, wiring
+
+    # Given the stack's own Cognito pool as the issuer
+    monkeypatch.setenv("AUTH_ISSUER", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Ab12Cd")
+    monkeypatch.setenv("AUTH_AUDIENCE", "player-client")
+    wiring.reset()
+    try:
+        # When the service builds its verifier, then it requires token_use access
+        assert identity.verifier().token_use == "access"
+    finally:
+        wiring.reset()

@@ -5,6 +5,7 @@ that names it, when something first needs it."""
 from __future__ import annotations
 
 import os
+import re
 from decimal import Decimal
 from functools import cache
 
@@ -17,6 +18,20 @@ DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
 DEFAULT_FANOUT_CHUNK_SIZE = 500
 MAX_FANOUT_CHUNK_SIZE = 5000
 MAX_READ_CACHE_SECONDS = 1  # the head's 2 s of lag, less the stream's second
+# Claims a player can change (OpenID Connect's profile claims, a Cognito user's standard
+# and custom: attributes): as AUTH_MEMBER_CLAIM, a player would choose whose member it acts
+# for. template.yaml's AuthMemberClaim refuses the same names (tests/unit/test_auth_template.py).
+USER_WRITABLE_CLAIMS = frozenset(
+    {
+        "name", "given_name", "family_name", "middle_name", "nickname", "preferred_username",
+        "profile", "picture", "website", "email", "email_verified", "gender", "birthdate",
+        "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at",
+    }
+)  # fmt: skip
+USER_WRITABLE_PREFIX = "custom:"
+# The issuer of a Cognito user pool's tokens; its ID tokens carry attributes the user may
+# change, so only its access tokens are taken (token_use).
+COGNITO_ISSUER = re.compile(r"https://cognito-idp\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[\w-]+")
 
 
 class MissingSetting(RuntimeError):
@@ -85,6 +100,11 @@ class Settings:
         if not 0 <= self.reshard_margin_seconds <= 300:
             margin = self.reshard_margin_seconds
             raise ValueError(f"RESHARD_MARGIN_SECONDS must be from 0 to 300, not {margin}")
+        claim = self.auth_member_claim
+        if claim in USER_WRITABLE_CLAIMS or claim.startswith(USER_WRITABLE_PREFIX):
+            raise ValueError(
+                f"AUTH_MEMBER_CLAIM must be a claim the player cannot change, such as sub, not {claim!r}"
+            )
         if not 1 <= self.fanout_chunk_size <= MAX_FANOUT_CHUNK_SIZE:
             chunk = self.fanout_chunk_size
             raise ValueError(f"FANOUT_CHUNK_SIZE must be from 1 to {MAX_FANOUT_CHUNK_SIZE}, not {chunk}")
@@ -108,6 +128,12 @@ class Settings:
     @property
     def auth_issuer(self) -> str:
         return _required(self.auth_issuer_url, "AUTH_ISSUER", "no token can be checked")
+
+    @property
+    def auth_token_use(self) -> str | None:
+        """What a token's ``token_use`` must say: ``access`` for a Cognito user pool (its
+        ID tokens are refused), None for another OpenID Connect issuer."""
+        return "access" if COGNITO_ISSUER.fullmatch(self.auth_issuer_url) else None
 
     @classmethod
     def from_environment(cls) -> Settings:

@@ -31,7 +31,10 @@ def verifier() -> tokens.Verifier:
     if not config.auth_audiences:
         raise Unauthorized("the service has no audience configured (AUTH_AUDIENCE): no token can be accepted")
     return tokens.Verifier(
-        config.auth_issuer, frozenset(config.auth_audiences), tokens.KeySet(_jwks_document)
+        config.auth_issuer,
+        frozenset(config.auth_audiences),
+        tokens.KeySet(_jwks_document),
+        token_use=config.auth_token_use,
     )
 
 
