@@ -38,6 +38,19 @@ class MissingSetting(RuntimeError):
     """A setting the function needs is not in its environment (a template or wiring error)."""
 
 
+class AuthSwitchRefused(RuntimeError):
+    """PODIUM_AUTH=off outside the local stack: the function refuses to serve (every request
+    answers 500, this error's message in its log) rather than make every caller an admin."""
+
+
+# Set by the local stack (devstack) alone, never by template.yaml: with it, and outside AWS
+# Lambda, PODIUM_AUTH=off is honoured.
+LOCAL_STACK_MARKER = "PODIUM_LOCAL_STACK"
+# Set by the Lambda runtime in every function; reserved: a function's configuration can
+# neither set nor remove them, so a copied marker does not make a deployed function local.
+LAMBDA_RUNTIME_VARIABLES = ("AWS_LAMBDA_FUNCTION_NAME", "AWS_EXECUTION_ENV")
+
+
 @frozen
 class Settings:
     # The table whose stream feeds the consumers: members' profiles and scores, the event
@@ -56,7 +69,8 @@ class Settings:
     shard_query_concurrency: int = DEFAULT_SHARD_QUERY_CONCURRENCY
     snapshot_retention_days: int = DEFAULT_SNAPSHOT_RETENTION_DAYS
     fanout_chunk_size: int = DEFAULT_FANOUT_CHUNK_SIZE
-    # Who may call: PODIUM_AUTH=off (the local stack only) makes every caller an admin.
+    # Who may call: PODIUM_AUTH=off (the local stack only: refused in AWS Lambda, and
+    # without LOCAL_STACK_MARKER) makes every caller an admin.
     auth_enabled: bool = True
     auth_issuer_url: str = ""
     auth_audiences: tuple[str, ...] = ()
@@ -146,7 +160,7 @@ class Settings:
             shard_query_concurrency=_integer("SHARD_QUERY_CONCURRENCY", DEFAULT_SHARD_QUERY_CONCURRENCY),
             snapshot_retention_days=_integer("SNAPSHOT_RETENTION_DAYS", DEFAULT_SNAPSHOT_RETENTION_DAYS),
             fanout_chunk_size=_integer("FANOUT_CHUNK_SIZE", DEFAULT_FANOUT_CHUNK_SIZE),
-            auth_enabled=_switch("PODIUM_AUTH"),
+            auth_enabled=_auth_switch(),
             auth_issuer_url=os.environ.get("AUTH_ISSUER", "").rstrip("/"),
             auth_audiences=tuple(
                 a.strip() for a in os.environ.get("AUTH_AUDIENCE", "").split(",") if a.strip()
@@ -195,6 +209,23 @@ def _number(name: str, default: float) -> float:
         return float(Decimal(raw))
     except ArithmeticError:
         raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+
+
+def _auth_switch() -> bool:
+    if _switch("PODIUM_AUTH"):
+        return True
+    in_lambda = [name for name in LAMBDA_RUNTIME_VARIABLES if os.environ.get(name)]
+    if in_lambda:
+        raise AuthSwitchRefused(
+            f"PODIUM_AUTH=off is for the local stack only (every caller would be an admin): this "
+            f"function runs in AWS Lambda ({in_lambda[0]} is set) and refuses to serve; remove PODIUM_AUTH"
+        )
+    if os.environ.get(LOCAL_STACK_MARKER) != "1":
+        raise AuthSwitchRefused(
+            f"PODIUM_AUTH=off is for the local stack only (every caller would be an admin), and "
+            f"{LOCAL_STACK_MARKER} is not set: refusing to serve; remove PODIUM_AUTH"
+        )
+    return False
 
 
 def _switch(name: str) -> bool:
