@@ -24,6 +24,7 @@ from devstack.issuer import LocalIssuer
 from devstack.messaging import SNS_ENDPOINT, SQS_ENDPOINT, Messaging, MotoServer, create_messaging, endpoints
 from devstack.schedules import ScheduleTimer
 from devstack.streams import FailureDestination, StreamPoller
+from podium.config import LOCAL_STACK_MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".devstack"
@@ -90,6 +91,7 @@ def attach(table_prefix: str) -> tuple[template_module.Template, dict[str, str]]
     # The running stack's token issuer, and whether it checks tokens at all.
     issuer = dict(running.get("localEnvironment") or {}) if running is not None else {}
     if running is not None:
+        os.environ[LOCAL_STACK_MARKER] = "1"
         os.environ[AUTH_SWITCH] = "on" if running.get("auth", True) else "off"
     try:
         spec.environment(refs, overrides=issuer)
@@ -212,6 +214,9 @@ class Stack:
         # the issuer whose tokens they accept through AUTH_*.
         local = local_environment(self.issuer)
         os.environ.update(spec.environment(self.messaging.refs, overrides=local))
+        # The functions honour PODIUM_AUTH=off only with this marker, and never in AWS
+        # Lambda (podium.config); template.yaml sets neither.
+        os.environ[LOCAL_STACK_MARKER] = "1"
         os.environ[AUTH_SWITCH] = "on" if self.auth else "off"
         # The functions build their settings and services from that environment on first use;
         # anything this process built before (a bench running the stack inside) is forgotten.

@@ -138,6 +138,35 @@ def test_no_token_or_a_bad_one_is_401_at_the_edge_and_in_the_function(api: Api) 
     assert_bad_tokens_are_401(api, public, closed)
 
 
+def malformed_tokens(api: Api) -> dict[str, str]:
+    """Tokens that cannot be read: each once gave a 500 (an exception in the authorizer)."""
+    head, body, signature = api.token("admin").split(".")
+    return {
+        "signature of 4n+1 characters": f"{head}.{body}.{signature}{'A' * ((1 - len(signature)) % 4 or 4)}",
+        "payload not ASCII": f"{head}.{body}\u00e9.{signature}",
+        "exp not a number": f"{head}.{_part({'exp': 'soon'})}.{signature}",
+    }
+
+
+def test_a_malformed_token_is_401_with_the_json_error_body(api: Api) -> None:
+    # Given a board that is publicly readable, and one that is not
+    public = api.board(publicRead=True)
+    closed = api.board()
+
+    # When a token that cannot be read is sent to routes behind the edge authorizer and to
+    # routes whose function checks it (the public reads)
+    for kind, token in malformed_tokens(api).items():
+        for path in ("/boards", f"/boards/{closed}/snapshots", f"/boards/{public}/top", f"/boards/{closed}"):
+            response = api.call("GET", path, token)
+
+            # Then each answers 401 with the API's JSON error body, never 500
+            assert response.status_code == 401, (kind, path, response.text)
+            assert response.headers["Content-Type"].startswith("application/json"), (kind, path)
+            body = response.json()
+            assert body["code"] == "Unauthorized", (kind, path, body)
+            assert body["message"], (kind, path, body)
+
+
 def test_the_local_issuer_refuses_a_malformed_request(api: Api) -> None:
     for body in ({"role": "root"}, {"role": "player"}, {"role": "admin", "memberId": "a"}, {"x": 1}):
         response = requests.post(f"{api.url}/_local/token", json=body, timeout=TIMEOUT)

@@ -14,7 +14,7 @@ import pytest
 import podium.wiring
 from bench.measure import Recorder
 from podium import telemetry
-from podium.config import Settings
+from podium.config import LOCAL_STACK_MARKER, Settings
 from podium.dal import Database
 from podium.validation import board_request, member_request
 from tests.emf import RouteFunctions, emf_metrics, one_value
@@ -32,6 +32,7 @@ def functions(
     monkeypatch.setenv("TABLE_NAME", local_tables.table_name)
     monkeypatch.setenv("STATE_TABLE_NAME", local_tables.state_table)
     monkeypatch.setenv("PODIUM_AUTH", "off")
+    monkeypatch.setenv(LOCAL_STACK_MARKER, "1")  # the local stack's switch, as it sets it
     podium.wiring.reset()
     loaded = RouteFunctions()
     yield loaded

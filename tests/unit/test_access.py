@@ -105,3 +105,19 @@ def test_the_edge_lets_a_player_reach_every_route_but_the_admins() -> None:
     assert Route.CREATE_BOARD not in reachable(Role.PLAYER)
     assert Route.DELETE_MEMBER not in reachable(Role.PLAYER)
     assert {Route.SUBMIT_SCORE, Route.PUT_MEMBER, Route.NOTIFICATIONS} <= reachable(Role.PLAYER)
+
+
+@pytest.mark.parametrize("value", [5, ["alice"], {"id": "alice"}, True, None])
+def test_a_member_claim_of_the_wrong_type_is_401_not_a_player_without_a_member(value: object) -> None:
+    # Given a token whose member claim is there but not a string (JSON null included)
+    claims = {"sub": "x", "player_id": value}
+
+    # When its caller is found, then it is refused, not taken for a player with no member
+    with pytest.raises(Unauthorized, match="player_id"):
+        caller_from_claims(claims, "player_id", lambda text: True)
+
+
+def test_a_member_claim_that_is_absent_or_not_a_member_id_gives_a_player_without_a_member() -> None:
+    assert caller_from_claims({"sub": "x"}, "player_id", lambda text: True) == Caller(Role.PLAYER, None)
+    not_a_member = caller_from_claims({"sub": "a#b"}, "sub", lambda text: "#" not in text)
+    assert not_a_member == Caller(Role.PLAYER, None)

@@ -197,10 +197,15 @@ def test_api_event_is_a_rest_proxy_event_for_its_route(name: str) -> None:
 
 
 def test_the_authorizer_refuses_the_sample_token_it_cannot_verify(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given the authorizer's sample event, whose token is signed by no key an issuer publishes
+    # Given the authorizer's sample event, whose token is signed by no key its issuer
+    # publishes (an issuer that cannot be reached is another matter: tests/unit/test_key_set.py)
+    from devstack.issuer import LocalIssuer
+    from podium import jwks
+
     monkeypatch.setenv("AUTH_ISSUER", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_sample")
     monkeypatch.setenv("AUTH_AUDIENCE", "sample-client")
-    monkeypatch.setenv("AUTH_JWKS_URL", "http://127.0.0.1:9/jwks.json")  # nothing listens there
+    monkeypatch.setenv("AUTH_JWKS_URL", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_sample/jwks")
+    monkeypatch.setattr(jwks, "fetch_json", lambda url: LocalIssuer("http://127.0.0.1:9").jwks())
     _clear_singletons()
     function = FUNCTIONS["authorizer"]
     handler = load_handler(

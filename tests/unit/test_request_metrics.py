@@ -17,7 +17,7 @@ import podium.wiring
 from bench.measure import Recorder
 from devstack.streams import StreamTail
 from podium import telemetry
-from podium.config import Settings
+from podium.config import LOCAL_STACK_MARKER, Settings
 from podium.dal import Database
 from podium.validation import board_request, member_request
 from podium.wiring import Services
@@ -35,6 +35,7 @@ def invoke(moto_tables: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[I
     monkeypatch.setenv("TABLE_NAME", moto_tables.table_name)
     monkeypatch.setenv("STATE_TABLE_NAME", moto_tables.state_table)
     monkeypatch.setenv("PODIUM_AUTH", "off")
+    monkeypatch.setenv(LOCAL_STACK_MARKER, "1")  # the local stack's switch, as it sets it
     podium.wiring.reset()
     functions = RouteFunctions()
     yield functions.invoke

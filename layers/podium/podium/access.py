@@ -50,11 +50,16 @@ def scopes(claims: Mapping[str, Any]) -> set[str]:
 def caller_from_claims(claims: Mapping[str, Any], member_claim: str, valid_member: Any) -> Caller:
     """An admin holds the ``podium/admin`` scope; any other valid token is a player whose
     memberId is the ``member_claim`` claim (None when it holds no valid memberId: such a
-    player may read, and write nothing of its own)."""
+    player may read, and write nothing of its own). A member claim that is not a string
+    (a number, a list, null) is 401: the token is not what the issuer should sign."""
     if ADMIN_SCOPE in scopes(claims):
         return ADMIN
-    member = claims.get(member_claim)
-    return Caller(Role.PLAYER, member if isinstance(member, str) and valid_member(member) else None)
+    if member_claim not in claims:
+        return Caller(Role.PLAYER, None)
+    member = claims[member_claim]
+    if not isinstance(member, str):
+        raise Unauthorized(f"the token's {member_claim} claim (its memberId) is not a string")
+    return Caller(Role.PLAYER, member if valid_member(member) else None)
 
 
 class Route(StrEnum):

@@ -1,6 +1,7 @@
 """What the edge authorizer answers API Gateway: an IAM policy that lets the token's role
 call the routes it may ever call (``access.reachable``), with the caller in its context,
-or ``Unauthorized`` (API Gateway's 401) for a missing or bad token.
+or ``Unauthorized`` (API Gateway's 401) for a missing or bad token, whatever is wrong with
+it; an issuer whose keys cannot be fetched is a failure (API Gateway's 500), not a 401.
 
 API Gateway caches the answer per token for every route of the API, so the policy names
 all of the role's routes, not only the one called; a player's call to an admin-only route
@@ -12,7 +13,7 @@ import re
 from typing import Any
 
 from podium import access, identity
-from podium.errors import Unauthorized
+from podium.errors import IssuerUnavailable, Unauthorized
 from podium.log import logger
 
 # What an authorizer raises for API Gateway to answer 401: the message must be exactly this.
@@ -40,6 +41,11 @@ def authorize(event: dict[str, Any]) -> dict[str, Any]:
     except Unauthorized as error:
         logger.info("token refused", extra={"reason": error.message})
         raise Refused(UNAUTHORIZED) from None
+    except IssuerUnavailable:
+        # Any exception but "Unauthorized" makes API Gateway answer 500 (AUTHORIZER_FAILURE,
+        # the template's InternalError body): the caller retries; its token is not at fault.
+        logger.exception("the token could not be checked")
+        raise
     routes = access.reachable(caller.role)
     resources = (
         [f"{api_arn}/*/*"]

@@ -5,6 +5,7 @@ that names it, when something first needs it."""
 from __future__ import annotations
 
 import os
+import re
 from decimal import Decimal
 from functools import cache
 
@@ -17,10 +18,37 @@ DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
 DEFAULT_FANOUT_CHUNK_SIZE = 500
 MAX_FANOUT_CHUNK_SIZE = 5000
 MAX_READ_CACHE_SECONDS = 1  # the head's 2 s of lag, less the stream's second
+# Claims a player can change (OpenID Connect's profile claims, a Cognito user's standard
+# and custom: attributes): as AUTH_MEMBER_CLAIM, a player would choose whose member it acts
+# for. template.yaml's AuthMemberClaim refuses the same names (tests/unit/test_auth_template.py).
+USER_WRITABLE_CLAIMS = frozenset(
+    {
+        "name", "given_name", "family_name", "middle_name", "nickname", "preferred_username",
+        "profile", "picture", "website", "email", "email_verified", "gender", "birthdate",
+        "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at",
+    }
+)  # fmt: skip
+USER_WRITABLE_PREFIX = "custom:"
+# The issuer of a Cognito user pool's tokens; its ID tokens carry attributes the user may
+# change, so only its access tokens are taken (token_use).
+COGNITO_ISSUER = re.compile(r"https://cognito-idp\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[\w-]+")
 
 
 class MissingSetting(RuntimeError):
     """A setting the function needs is not in its environment (a template or wiring error)."""
+
+
+class AuthSwitchRefused(RuntimeError):
+    """PODIUM_AUTH=off outside the local stack: the function refuses to serve (every request
+    answers 500, this error's message in its log) rather than make every caller an admin."""
+
+
+# Set by the local stack (devstack) alone, never by template.yaml: with it, and outside AWS
+# Lambda, PODIUM_AUTH=off is honoured.
+LOCAL_STACK_MARKER = "PODIUM_LOCAL_STACK"
+# Set by the Lambda runtime in every function; reserved: a function's configuration can
+# neither set nor remove them, so a copied marker does not make a deployed function local.
+LAMBDA_RUNTIME_VARIABLES = ("AWS_LAMBDA_FUNCTION_NAME", "AWS_EXECUTION_ENV")
 
 
 @frozen
@@ -41,7 +69,8 @@ class Settings:
     shard_query_concurrency: int = DEFAULT_SHARD_QUERY_CONCURRENCY
     snapshot_retention_days: int = DEFAULT_SNAPSHOT_RETENTION_DAYS
     fanout_chunk_size: int = DEFAULT_FANOUT_CHUNK_SIZE
-    # Who may call: PODIUM_AUTH=off (the local stack only) makes every caller an admin.
+    # Who may call: PODIUM_AUTH=off (the local stack only: refused in AWS Lambda, and
+    # without LOCAL_STACK_MARKER) makes every caller an admin.
     auth_enabled: bool = True
     auth_issuer_url: str = ""
     auth_audiences: tuple[str, ...] = ()
@@ -85,6 +114,11 @@ class Settings:
         if not 0 <= self.reshard_margin_seconds <= 300:
             margin = self.reshard_margin_seconds
             raise ValueError(f"RESHARD_MARGIN_SECONDS must be from 0 to 300, not {margin}")
+        claim = self.auth_member_claim
+        if claim in USER_WRITABLE_CLAIMS or claim.startswith(USER_WRITABLE_PREFIX):
+            raise ValueError(
+                f"AUTH_MEMBER_CLAIM must be a claim the player cannot change, such as sub, not {claim!r}"
+            )
         if not 1 <= self.fanout_chunk_size <= MAX_FANOUT_CHUNK_SIZE:
             chunk = self.fanout_chunk_size
             raise ValueError(f"FANOUT_CHUNK_SIZE must be from 1 to {MAX_FANOUT_CHUNK_SIZE}, not {chunk}")
@@ -109,6 +143,12 @@ class Settings:
     def auth_issuer(self) -> str:
         return _required(self.auth_issuer_url, "AUTH_ISSUER", "no token can be checked")
 
+    @property
+    def auth_token_use(self) -> str | None:
+        """What a token's ``token_use`` must say: ``access`` for a Cognito user pool (its
+        ID tokens are refused), None for another OpenID Connect issuer."""
+        return "access" if COGNITO_ISSUER.fullmatch(self.auth_issuer_url) else None
+
     @classmethod
     def from_environment(cls) -> Settings:
         return cls(
@@ -120,7 +160,7 @@ class Settings:
             shard_query_concurrency=_integer("SHARD_QUERY_CONCURRENCY", DEFAULT_SHARD_QUERY_CONCURRENCY),
             snapshot_retention_days=_integer("SNAPSHOT_RETENTION_DAYS", DEFAULT_SNAPSHOT_RETENTION_DAYS),
             fanout_chunk_size=_integer("FANOUT_CHUNK_SIZE", DEFAULT_FANOUT_CHUNK_SIZE),
-            auth_enabled=_switch("PODIUM_AUTH"),
+            auth_enabled=_auth_switch(),
             auth_issuer_url=os.environ.get("AUTH_ISSUER", "").rstrip("/"),
             auth_audiences=tuple(
                 a.strip() for a in os.environ.get("AUTH_AUDIENCE", "").split(",") if a.strip()
@@ -169,6 +209,23 @@ def _number(name: str, default: float) -> float:
         return float(Decimal(raw))
     except ArithmeticError:
         raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+
+
+def _auth_switch() -> bool:
+    if _switch("PODIUM_AUTH"):
+        return True
+    in_lambda = [name for name in LAMBDA_RUNTIME_VARIABLES if os.environ.get(name)]
+    if in_lambda:
+        raise AuthSwitchRefused(
+            f"PODIUM_AUTH=off is for the local stack only (every caller would be an admin): this "
+            f"function runs in AWS Lambda ({in_lambda[0]} is set) and refuses to serve; remove PODIUM_AUTH"
+        )
+    if os.environ.get(LOCAL_STACK_MARKER) != "1":
+        raise AuthSwitchRefused(
+            f"PODIUM_AUTH=off is for the local stack only (every caller would be an admin), and "
+            f"{LOCAL_STACK_MARKER} is not set: refusing to serve; remove PODIUM_AUTH"
+        )
+    return False
 
 
 def _switch(name: str) -> bool:

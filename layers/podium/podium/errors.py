@@ -22,6 +22,14 @@ class Unauthorized(PodiumError):
     code = "Unauthorized"
 
 
+class IssuerUnavailable(PodiumError):
+    """The token issuer's signing keys could not be fetched and none usable is kept: the
+    caller's token is not at fault, so this is a 500 the caller may retry, not a 401."""
+
+    status = 500
+    code = "InternalError"
+
+
 class Forbidden(PodiumError):
     status = 403
     code = "Forbidden"

@@ -320,7 +320,11 @@ def entrypoint(app: Resolver, *, with_metrics: bool = False) -> LambdaHandler:
     from podium.dal import usage
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        if not settings().request_metrics:
+        try:
+            metered = settings().request_metrics
+        except Exception as error:  # settings refused (PODIUM_AUTH=off in AWS): 500, logged
+            return answer_error(error).to_proxy_result()
+        if not metered:
             return app.resolve(event, context)
         with usage.measuring() as used:
             result = app.resolve(event, context)

@@ -9,20 +9,12 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from podium import access, tokens, validation
+from podium import access, jwks, tokens, validation
 from podium.access import Caller, Role
 from podium.config import settings
 from podium.errors import Unauthorized, ValidationError
 
 BEARER = "bearer "
-
-
-def _jwks_document() -> Mapping[str, Any]:
-    config = settings()
-    url = config.auth_jwks_url
-    if not url:
-        url = str(tokens.fetch_json(f"{config.auth_issuer}/.well-known/openid-configuration")["jwks_uri"])
-    return tokens.fetch_json(url)
 
 
 @cache
@@ -31,7 +23,10 @@ def verifier() -> tokens.Verifier:
     if not config.auth_audiences:
         raise Unauthorized("the service has no audience configured (AUTH_AUDIENCE): no token can be accepted")
     return tokens.Verifier(
-        config.auth_issuer, frozenset(config.auth_audiences), tokens.KeySet(_jwks_document)
+        config.auth_issuer,
+        frozenset(config.auth_audiences),
+        tokens.KeySet(jwks.key_set_fetcher(config.auth_issuer, config.auth_jwks_url)),
+        token_use=config.auth_token_use,
     )
 
 
