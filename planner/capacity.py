@@ -115,7 +115,12 @@ MEASURED_NEAR_WCU = {1: 1.27, 100: 1.27, 1_000: 1.32}
 
 # -- The stream's batches (template.yaml: the AggregatorFunction's event source) ----------
 STREAM_BATCH_SIZE = 1_000  # BatchSize: the most records one batch holds
-STREAM_BATCH_WINDOW_S = 0.5  # MaximumBatchingWindowInSeconds: how long a shard gathers a batch
+STREAM_BATCH_WINDOW_S = 0.0  # MaximumBatchingWindowInSeconds (whole seconds only): none
+# Lambda polls each shard of a DynamoDB stream 4 times a second: with no batching window a
+# batch holds what reached the shard since the last poll (more when the consumer is still
+# busy with the previous batch: the planner counts the smallest batch, the dearest).
+STREAM_POLL_S = 0.25
+STREAM_GATHER_S = max(STREAM_BATCH_WINDOW_S, STREAM_POLL_S)  # how long a shard gathers a batch
 # A table's stream has about one shard per table partition, and a partition takes
 # PARTITION_WCU_PER_S. Only the score items (1 WCU a change), the event log and the profiles
 # are on the streamed table: the derived items (count tree, heads, counts, marks, leader,
@@ -366,11 +371,11 @@ def batch_records(
     board_records_per_s: float,
     table_records_per_s: float,
     shards: int,
-    window_s: float = STREAM_BATCH_WINDOW_S,
+    window_s: float = STREAM_GATHER_S,
     most: int = STREAM_BATCH_SIZE,
 ) -> float:
     """A board's records in one batch of the aggregator: a shard hands over what reached it
-    within the batching window, ``most`` at the most, and the board's records are its share
+    within the time it gathers (``STREAM_GATHER_S``), ``most`` at the most, and the board's records are its share
     of the table's, spread over the shards by key. At least one: a quiet board's record
     arrives alone and is applied alone."""
     if table_records_per_s <= 0:
@@ -505,7 +510,7 @@ def upkeep(w: Workload, tree: TreeShape, copies: int) -> Upkeep:
     shards = stream_shards(streamed)
     batch = batch_records(w.writes_per_s, table_records, shards)
     far, near = tree_far_wcu(w.members, batch, tree), tree_near_wcu(w.members, batch, tree)
-    head_writes = min(w.writes_per_s * head_change_fraction(w.members), shards / STREAM_BATCH_WINDOW_S)
+    head_writes = min(w.writes_per_s * head_change_fraction(w.members), shards / STREAM_GATHER_S)
     return Upkeep(
         streamed_wcu=streamed,
         stream_shards=shards,

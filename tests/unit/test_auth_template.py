@@ -178,12 +178,6 @@ def transformed() -> dict[str, Any]:
         for uri in ("CodeUri", "ContentUri"):  # sam build's job: an S3 location
             if uri in properties:
                 properties[uri] = "s3://bucket/key"
-        for event in properties.get("Events", {}).values():
-            # The translator refuses a fractional batching window; its permissions do not
-            # depend on it.
-            window = event.get("Properties", {}).get("MaximumBatchingWindowInSeconds")
-            if isinstance(window, float):
-                event["Properties"]["MaximumBatchingWindowInSeconds"] = 1
     session = boto3.session.Session(region_name="us-east-1")
     result: dict[str, Any] = Translator({}, Parser(), boto_session=session).translate(document, {})
     return result

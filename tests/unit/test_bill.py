@@ -81,12 +81,12 @@ def test_unit_costs_are_a_change_s_writes_and_a_read_s_units_at_the_prices() -> 
     # Given the reference on the compact layout of 20 a leaf and 36 children
     shape = capacity.TreeShape(leaf_entries=20, children=36, node_wcu=1)
     p = plan(REFERENCE, tree=shape)
-    # A far change writes its item (1), the index (2), the count tree in batches of 500
-    # (3.4902: tests/unit/test_plan.py works it out), the notifier's mark (1) and its share
-    # of the head's 10 writes a second of 4 KB to the primary alone (40 / 5,000 = 0.008)
-    assert p.far_change_wcu == pytest.approx(1 + 2 + 3.4902 + 1 + 0.008, abs=0.0001)
-    # a near change the same with its leaf alone (0.995) for the tree
-    assert p.near_change_wcu == pytest.approx(1 + 2 + 0.995 + 1 + 0.008, abs=0.001)
+    # A far change writes its item (1), the index (2), the count tree in batches of 250
+    # (3.8382: tests/unit/test_plan.py works it out), the notifier's mark (1) and its share
+    # of the head's 20 writes a second of 4 KB to the primary alone (80 / 5,000 = 0.016)
+    assert p.far_change_wcu == pytest.approx(1 + 2 + 3.8382 + 1 + 0.016, abs=0.0001)
+    # a near change the same with its leaf alone (0.9975) for the tree
+    assert p.near_change_wcu == pytest.approx(1 + 2 + 0.9975 + 1 + 0.016, abs=0.001)
     # a top read: 832 RCU/s for 16,000 (the board and count once a second in each of 160
     # instances, the head four times, the layout every 5 s): 0.052 each; a rank: the 80
     # instances' board and root (120), every rank's score and 4 nodes (12,000), the
@@ -94,13 +94,13 @@ def test_unit_costs_are_a_change_s_writes_and_a_read_s_units_at_the_prices() -> 
     assert p.top_read_rcu == pytest.approx((160 + 640 + 32) / 16_000)
     assert p.rank_read_rcu == pytest.approx((80 * 1.5 + 4_000 * 3 + 16) / 4_000)
     units = bill.unit_costs(p)
-    # Then a million far changes: 7.4982 M WRU x $0.625 = $4.6864 on demand; provisioned at
-    # 70 %, a WCU-second costs $0.00065 / 3,600 / 0.7, so a million $0.25794: $1.9341
-    assert units.far_change.on_demand == pytest.approx(7.4982 * 0.625, abs=0.0001)
+    # Then a million far changes: 7.8542 M WRU x $0.625 = $4.9089 on demand; provisioned at
+    # 70 %, a WCU-second costs $0.00065 / 3,600 / 0.7, so a million $0.25794: $2.0259
+    assert units.far_change.on_demand == pytest.approx(7.8542 * 0.625, abs=0.0001)
     a_million_wcu = bill.PROVISIONED_WCU_PER_MILLION
     assert a_million_wcu == pytest.approx(0.25794, abs=0.00001)
-    assert units.far_change.provisioned == pytest.approx(7.4982 * 0.25794, abs=0.0001)
-    assert units.near_change.on_demand == pytest.approx(5.003 * 0.625, abs=0.001)
+    assert units.far_change.provisioned == pytest.approx(7.8542 * 0.25794, abs=0.0001)
+    assert units.near_change.on_demand == pytest.approx(5.0135 * 0.625, abs=0.001)
     # a million ranks: 3.034 M RRU x $0.125 = $0.379; provisioned $0.00013 / 3,600 / 0.7 a
     # second, $0.05159 a million: $0.1565
     assert units.rank_read.on_demand == pytest.approx(3.034 * 0.125)

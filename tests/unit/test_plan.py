@@ -13,18 +13,18 @@ from planner.capacity import Workload, plan, reshard_to
 from podium import recent
 from podium.dal import schema
 
-# The count tree's writes of one move on 1,000,000 members in batches of 500 (what a stream
-# shard of 1,000 records a second gathers in the half-second batching window), by hand, for
+# The count tree's writes of one move on 1,000,000 members in batches of 250 (what a stream
+# shard of 1,000 records a second gathers between Lambda's polls, 4 a second), by hand, for
 # a compact layout (leaves of 20, 36 children, 1 WCU a node write; the tests of the arithmetic
 # name it, so that a new PLANNED_TREE changes only the worked example's): 50,000 leaves, then
-# 1,389, 39, 2 and the root. Far: 500 moves touch 2 leaves each, 50,000 (1 - (1 -
-# 2/50,000)^500) = 990.1 distinct; 1.9993 nodes each of level 1 (two paths that share a
-# node there with the chance 1/1,389), 1,389 (1 - (1 - 1.9993/1,389)^500) = 713.0; every
-# node of the levels above (39 and 2) and the root: 1,745.1 writes, 3.4902 a move. Near: the
-# leaf alone, 50,000 (1 - (1 - 1/50,000)^500) = 497.5 writes, 0.995 a move.
+# 1,389, 39, 2 and the root. Far: 250 moves touch 2 leaves each, 50,000 (1 - (1 -
+# 2/50,000)^250) = 497.5 distinct; 1.9993 nodes each of level 1 (two paths that share a
+# node there with the chance 1/1,389), 1,389 (1 - (1 - 1.9993/1,389)^250) = 420.0; every
+# node of the levels above (39 and 2) and the root: 959.5 writes, 3.8382 a move. Near: the
+# leaf alone, 50,000 (1 - (1 - 1/50,000)^250) = 249.4 writes, 0.9975 a move.
 SHAPE = capacity.TreeShape(leaf_entries=20, children=36, node_wcu=1)
-FAR_AT_500 = 3.4902
-NEAR_AT_500 = 0.995
+FAR_AT_250 = 3.8382
+NEAR_AT_250 = 0.9975
 
 
 def test_one_shard_takes_400_updates_a_second_at_80_percent():
@@ -48,14 +48,14 @@ def test_5000_updates_need_13_shards():
     assert result.max_writes_per_s == 5_200  # 13 * 800 / 2
     assert not result.over_capacity
     # The streamed table takes the 5,000 score items' WCU/s: 5 partitions, 5 stream shards,
-    # each gathering 1,000 records a second, 500 in its half-second window: batches of 500
-    assert (result.upkeep.stream_shards, result.upkeep.batch_records) == (5, 500)
-    # table: 5,000 * (1 score + 3.4902 count tree (a far move in batches of 500:
-    # FAR_AT_500 above) + 1 notifier's mark) + min(5,000 * 10 %, 10 batches a second) head
-    # writes of 4 KB to the primary alone (no reads: no copies) = 27,491
+    # each gathering 1,000 records a second, 250 between two polls: batches of 250
+    assert (result.upkeep.stream_shards, result.upkeep.batch_records) == (5, 250)
+    # table: 5,000 * (1 score + 3.8382 count tree (a far move in batches of 250:
+    # FAR_AT_250 above) + 1 notifier's mark) + min(5,000 * 10 %, 20 batches a second) head
+    # writes of 4 KB to the primary alone (no reads: no copies) = 29,271
     assert result.upkeep.head_copies == 0
-    assert result.upkeep.head_writes_per_s == 10
-    assert result.table_wcu == pytest.approx(5_000 * (1 + FAR_AT_500 + 1) + 10 * 4, abs=0.5)
+    assert result.upkeep.head_writes_per_s == 20
+    assert result.table_wcu == pytest.approx(5_000 * (1 + FAR_AT_250 + 1) + 20 * 4, abs=0.5)
 
 
 def test_throttling_edge_at_100_shards():
@@ -275,24 +275,25 @@ def test_storage_and_monthly_cost():
     assert result.bytes_per_member == 865
     assert result.storage_gb == pytest.approx(0.865)
     assert result.monthly_storage_cost == pytest.approx(0.865 * 0.25)
-    # 100 updates/s: one stream shard, batches of 50 (half a second). The tree (20 a leaf,
-    # 36 children): 50,000 leaves, 1,389, 39, 2 and the root. 50 far moves write 50,000 (1 -
-    # (1 - 2/50,000)^50) = 99.9 leaves, 1,389 (1 - (1 - 1.9993/1,389)^50) = 96.5 nodes of
-    # level 1, 36.1 of level 2's 39, both of level 3 and the root: 235.5 node writes, 4.710
-    # WCU a move
-    assert result.upkeep.batch_records == 50
-    assert result.upkeep.tree_far_wcu == pytest.approx(4.710, abs=0.001)
-    # writes: table 100 * (1 + 4.710 + 1) + two head writes a second (one shard's batches) of
-    # 4 KB = 679.0, index 200 -> 879.0 WRU/s; x 2,628,000 s = 2,310.1 M WRU x $0.625 = $1,443.8
-    assert result.table_wcu == pytest.approx(679.0, abs=0.05)
-    assert result.monthly_write_cost == pytest.approx(1_443.8, abs=0.1)
+    # 100 updates/s: one stream shard, batches of 25 (a quarter second's). The tree (20 a
+    # leaf, 36 children): 50,000 leaves, 1,389, 39, 2 and the root. 25 far moves write 50,000
+    # (1 - (1 - 2/50,000)^25) = 50.0 leaves, 1,389 (1 - (1 - 1.9993/1,389)^25) = 49.1 nodes of
+    # level 1, 39 (1 - (1 - 1.9744/39)^25) = 28.4 of level 2, both of level 3 and the root:
+    # 130.5 node writes, 5.2185 WCU a move
+    assert result.upkeep.batch_records == 25
+    assert result.upkeep.tree_far_wcu == pytest.approx(5.2185, abs=0.001)
+    # writes: table 100 * (1 + 5.2185 + 1) + four head writes a second (one shard's batches)
+    # of 4 KB = 737.85, index 200 -> 937.85 WRU/s; x 2,628,000 s = 2,464.7 M WRU x $0.625 =
+    # $1,540.4
+    assert result.table_wcu == pytest.approx(737.85, abs=0.05)
+    assert result.monthly_write_cost == pytest.approx(1_540.4, abs=0.1)
     assert result.monthly_read_cost == 0
 
 
 def test_prices_can_be_overridden():
     workload = Workload(writes_per_s=100, top_reads_per_s=0, rank_reads_per_s=0, members=1_000_000)
     result = plan(workload, capacity.Prices(write_per_million=1.25), SHAPE)
-    assert result.monthly_write_cost == pytest.approx(2 * 1_443.8, abs=0.2)
+    assert result.monthly_write_cost == pytest.approx(2 * 1_540.4, abs=0.2)
 
 
 def test_the_api_cache_caps_top_reads_reaching_dynamodb():
@@ -350,12 +351,12 @@ def test_updates_that_stay_in_their_leaf_write_less():
         return plan(replace(workload, near_moves=near), tree=SHAPE).table_wcu
 
     # Then each update writes its score (1), the notifier's mark (1) and the count tree's
-    # writes for its kind in batches of 500: 3.4902 far; near, its leaf alone, 50,000
-    # (1 - (1 - 1/50,000)^500) / 500 = 0.995 (a batch rarely has two in one leaf); a mix in
-    # proportion (and the head's 10 writes of 4 KB a second)
-    assert table_wcu(0) == pytest.approx(5_000 * (1 + FAR_AT_500 + 1) + 40, abs=0.5)
-    assert table_wcu(1) == pytest.approx(5_000 * (1 + NEAR_AT_500 + 1) + 40, abs=0.5)
-    assert table_wcu(0.5) == pytest.approx(5_000 * (1 + (FAR_AT_500 + NEAR_AT_500) / 2 + 1) + 40, abs=0.5)
+    # writes for its kind in batches of 250: 3.8382 far; near, its leaf alone, 50,000
+    # (1 - (1 - 1/50,000)^250) / 250 = 0.9975 (a batch rarely has two in one leaf); a mix in
+    # proportion (and the head's 20 writes of 4 KB a second)
+    assert table_wcu(0) == pytest.approx(5_000 * (1 + FAR_AT_250 + 1) + 80, abs=0.5)
+    assert table_wcu(1) == pytest.approx(5_000 * (1 + NEAR_AT_250 + 1) + 80, abs=0.5)
+    assert table_wcu(0.5) == pytest.approx(5_000 * (1 + (FAR_AT_250 + NEAR_AT_250) / 2 + 1) + 80, abs=0.5)
 
 
 def test_cli_takes_the_share_of_near_moves(capsys):
@@ -364,9 +365,9 @@ def test_cli_takes_the_share_of_near_moves(capsys):
     document = json.loads(capsys.readouterr().out)
     assert document["workload"]["near_moves"] == 0.75
     # (the planner's layout, PLANNED_TREE, whatever it is: the command passes it on)
-    far, near = capacity.tree_far_wcu(10**6, 500), capacity.tree_near_wcu(10**6, 500)
+    far, near = capacity.tree_far_wcu(10**6, 250), capacity.tree_near_wcu(10**6, 250)
     tree = 0.75 * near + 0.25 * far
-    assert document["plan"]["table_wcu"] == pytest.approx(5_000 * (1 + tree + 1) + 40, abs=0.5)
+    assert document["plan"]["table_wcu"] == pytest.approx(5_000 * (1 + tree + 1) + 80, abs=0.5)
     assert main(["--writes", "5000", "--members", "10", "--near-moves", "1.5"]) != 0  # a share: 0 to 1
 
 
@@ -414,19 +415,20 @@ def test_the_worked_example_s_reads_with_what_the_instances_keep():
     # the table: those, and every rank's score (1) and 4 nodes under the root (2)
     assert result.table_rcu == 288 + 640 + 40 + 4_000 * 3
     # and the writes: 5,000 changes/s on a streamed table of 5,000 WCU/s, 5 stream shards,
-    # so batches of 500 records (half a second's); each far move touches 2 leaves and about 2
-    # nodes a level above, up to the root: of 66,667 leaves a batch writes 66,667 (1 - (1 -
-    # 2/66,667)^500) = 992.6, of 2,778 nodes 839.9, then all 116, 5 and 1: 1,954.5 writes of
-    # 1 WCU for 500 records, 3.909 WCU a record, and the notifier's mark 1
-    assert result.upkeep.batch_records == 500
-    assert result.upkeep.tree_far_wcu == pytest.approx(3.909, abs=0.001)
-    # so 5,000 x (1 + 3.909 + 1) = 29,545 WCU/s on the tables, the head's 10 writes a second
-    # of 4 WCU, and 10,000 on the index: 39,585 WRU/s x 2,628,000 s = 104,028 M WRU x $0.625
-    # = $65,018; reads of 12,968 RRU/s: $4,259.99 (730 hours at $0.125 a million), so
-    # $69,277.9 a month with storage
-    assert result.monthly_write_cost == pytest.approx(65_018, abs=1)
+    # so batches of 250 records (a quarter second's, between Lambda's polls); each far move
+    # touches 2 leaves and about 2 nodes a level above, up to the root: of 66,667 leaves a
+    # batch writes 66,667 (1 - (1 - 2/66,667)^250) = 498.1, of 2,778 nodes 457.7, of 116
+    # 114.5, then all 5 and 1: 1,076.3 writes of 1 WCU for 250 records, 4.305 WCU a record,
+    # and the notifier's mark 1
+    assert result.upkeep.batch_records == 250
+    assert result.upkeep.tree_far_wcu == pytest.approx(4.305, abs=0.001)
+    # so 5,000 x (1 + 4.305 + 1) = 31,525 WCU/s on the tables, the head's 20 writes a second
+    # of 4 WCU, and 10,000 on the index: 41,605 WRU/s x 2,628,000 s = 109,339 M WRU x $0.625
+    # = $68,337; reads of 12,968 RRU/s: $4,259.99 (730 hours at $0.125 a million), so
+    # $72,597 a month with storage
+    assert result.monthly_write_cost == pytest.approx(68_337, abs=1)
     assert result.monthly_read_cost == pytest.approx(12_968 * 3_600 * 730 / 1e6 * 0.125, abs=0.01)
-    assert result.monthly_cost == pytest.approx(69_277.9, abs=1)
+    assert result.monthly_cost == pytest.approx(72_597, abs=1)
     # where keeping nothing read 50,000 RCU/s, 36,000 of them the board's items and the head
     cold = plan(
         Workload(
@@ -518,8 +520,8 @@ def test_the_model_reproduces_what_bench_treewrites_measured_on_the_compact_layo
 def test_a_plan_takes_the_tree_s_layout_as_one_argument():
     # The layout is one value (PLANNED_TREE unless told another): the old one's plan
     result = plan(Workload(5_000, 0, 0, 1_000_000), tree=capacity.OLD_TREE)
-    # with the old layout the reference's far change costs what the model gives it: 7.62
-    assert result.upkeep.tree_far_wcu == pytest.approx(7.62, abs=0.01)
+    # with the old layout the reference's far change costs what the model gives it: 8.40
+    assert result.upkeep.tree_far_wcu == pytest.approx(8.40, abs=0.01)
 
 
 def test_the_stream_has_a_shard_a_partition_and_a_batch_is_what_one_gathers():
@@ -528,12 +530,12 @@ def test_the_stream_has_a_shard_a_partition_and_a_batch_is_what_one_gathers():
     assert capacity.stream_shards(1_000) == 1
     assert capacity.stream_shards(5_000) == 5
     assert capacity.stream_shards(5_001) == 6
-    # 5,000 changes a second on 5 shards: 1,000 a shard a second, 500 in its half-second
-    assert capacity.batch_records(5_000, 5_000, 5) == 500
-    # 3,000 on 1 shard: 1,500 in half a second, the batch's most 1,000
-    assert capacity.batch_records(3_000, 3_000, 1) == 1_000
-    # a board with a tenth of a table's 1,000 a second on one shard: 50 of a batch's 500
-    assert capacity.batch_records(100, 1_000, 1) == 50
+    # 5,000 changes a second on 5 shards: 1,000 a shard a second, 250 between two polls
+    assert capacity.batch_records(5_000, 5_000, 5) == 250
+    # 6,000 on 1 shard: 1,500 between two polls, the batch's most 1,000
+    assert capacity.batch_records(6_000, 6_000, 1) == 1_000
+    # a board with a tenth of a table's 1,000 a second on one shard: 25 of a batch's 250
+    assert capacity.batch_records(100, 1_000, 1) == 25
     # a quiet board (0.03 a second of the table's 300): its record alone
     assert capacity.batch_records(0.03, 300, 1) == 1
     assert capacity.batch_records(0, 0, 1) == 1
@@ -585,12 +587,12 @@ def test_cli_prints_the_unit_costs_and_both_workloads(capsys):
 
 
 def test_cli_takes_the_tree_s_layout(capsys):
-    # The old layout given on the command line: the reference's far move in batches of 500
+    # The old layout given on the command line: the reference's far move in batches of 250
     args = ["--writes", "5000", "--members", "1000000", "--json"]
     assert main([*args, "--leaf-entries", "18", "--children", "24", "--node-wcu", "2"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["tree"] == {"leaf_entries": 18, "children": 24, "node_wcu": 2}
-    assert document["plan"]["upkeep"]["tree_far_wcu"] == pytest.approx(7.62, abs=0.01)
+    assert document["plan"]["upkeep"]["tree_far_wcu"] == pytest.approx(8.40, abs=0.01)
 
 
 def test_the_model_s_levels_are_the_measured_breakdown():

@@ -118,4 +118,4 @@ def test_the_comparison_shows_each_board_size():
     assert [b.members for b in quiet.boards] == QUIET.sizes()
     assert [b.far_change_wcu for b in quiet.boards] == pytest.approx([8, 10, 10, 12, 12])
     assert [b.tree_far_wcu for b in quiet.boards] == pytest.approx([3, 3, 3, 4, 4])
-    assert hot.boards[0].batch_records == 500
+    assert hot.boards[0].batch_records == 250
