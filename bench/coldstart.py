@@ -23,6 +23,15 @@ What is staged (``--layout``):
 
 ``--bytecode`` compiles whatever staged source has no ``.pyc`` yet (hash-checked), to show
 what shipping ``.pyc`` for it would save.
+
+A function that hands cursors out (template.yaml gives it ``CURSOR_SECRET_ARN``) reads the
+cursor key from Secrets Manager at its first cursor (``podium.cursorkeys``). It is measured
+twice: ``<name>`` as above, and ``<name>+key``, the same and then that first read: a boto3
+client for Secrets Manager made and one ``GetSecretValue`` answered by a stub on this
+machine (``SecretStub``). The DynamoDB client, which every first request makes whether or
+not it reads the key, is made between the two timed parts and not counted (it builds the
+default boto3 session the key's client then shares). The stub answers in well under a
+millisecond; the round trip to Secrets Manager in the function's region is not in the figure.
 """
 
 from __future__ import annotations
@@ -98,6 +107,85 @@ print(json.dumps({{
     "heavy": [m for m in {heavy!r} if m in sys.modules],
 }}))
 """
+
+
+# A ``+key`` target: the cold start as above, then the first cursor's key read, timed apart
+# from the DynamoDB client the first request makes anyway.
+KEYED_IMPORT = """
+import time
+started = time.perf_counter()
+{statement}
+elapsed = time.perf_counter() - started
+import boto3
+boto3.client("dynamodb")
+started = time.perf_counter()
+from podium import cursorkeys
+cursorkeys.source().ring()
+print(elapsed + time.perf_counter() - started)
+"""
+KEY_SUFFIX = "+key"
+SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:podium-dev-CursorKey-AbCdEf"  # noqa: S105 - made up
+
+
+class SecretStub:
+    """Secrets Manager's GetSecretValue answered on 127.0.0.1, for the ``+key`` targets."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        body = json.dumps(
+            {
+                "ARN": SECRET_ARN,
+                "Name": "podium-dev-CursorKey",
+                "VersionId": "00000000-0000-0000-0000-000000000001",
+                "SecretString": json.dumps({"currentId": "1", "current": "k" * 48}),
+                "VersionStages": ["AWSCURRENT"],
+                "CreatedDate": 1.7e9,
+            }
+        ).encode()
+
+        class Answer(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-amz-json-1.1")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def environment(self) -> dict[str, str]:
+        """What a function given the secret has (Lambda gives every function credentials)."""
+        return {
+            "CURSOR_SECRET_ARN": SECRET_ARN,
+            "AWS_ENDPOINT_URL_SECRETS_MANAGER": self.url,
+            "AWS_ACCESS_KEY_ID": "ASIAEXAMPLE",
+            "AWS_SECRET_ACCESS_KEY": "example",
+            "AWS_SESSION_TOKEN": "example",
+        }
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def cursor_functions() -> set[str]:
+    """The functions template.yaml gives the cursor key's secret, by source directory."""
+    from devstack.template import load
+
+    return {
+        Path(resource["Properties"]["CodeUri"]).name
+        for resource in load(TEMPLATE)["Resources"].values()
+        if resource.get("Type") == "AWS::Serverless::Function"
+        and "CURSOR_SECRET_ARN" in resource["Properties"].get("Environment", {}).get("Variables", {})
+    }
 
 
 def function_names() -> list[str]:
@@ -243,27 +331,35 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="podium-coldstart-") as scratch:
         root = Path(scratch)
         layer = stage(root, bytecode, layout)
-        names = [name for name in function_names() if not only or name in only]
+        functions = [name for name in function_names() if not only or name in only]
+        keyed = [f"{name}{KEY_SUFFIX}" for name in functions if name in cursor_functions()]
+        names = sorted([*functions, *keyed])
         targets = [BOTO3, *names]
-        envs = {name: environment(layer, root / "task" / name) for name in names}
+        stub = SecretStub()
+        envs = {name: environment(layer, root / "task" / name) for name in functions}
+        envs.update({name: {**envs[_base(name)], **stub.environment()} for name in keyed})
         envs[BOTO3] = environment(layer, root / "task")
-        statements = {name: first_request(name) for name in names}
+        statements = {name: first_request(name) for name in functions}
+        statements.update({name: first_request(_base(name)) for name in keyed})
         statements[BOTO3] = "import boto3"
-        cwd = {name: root / "task" / name for name in names}
+        cwd = {name: root / "task" / _base(name) for name in names}
         cwd[BOTO3] = root / "task"
 
+        def timed(target: str) -> str:
+            return (KEYED_IMPORT if target in keyed else TIMED_IMPORT).format(statement=statements[target])
+
         for target in targets:  # warm the OS's file cache; not counted
-            run(TIMED_IMPORT.format(statement=statements[target]), cwd[target], envs[target])
+            run(timed(target), cwd[target], envs[target])
         samples: dict[str, list[float]] = {target: [] for target in targets}
         for _ in range(repeats):
             order = random.sample(targets, len(targets))
             for target in order:
-                code = TIMED_IMPORT.format(statement=statements[target])
-                samples[target].append(float(run(code, cwd[target], envs[target])))
+                samples[target].append(float(run(timed(target), cwd[target], envs[target])))
         left_behind = {
             name: json.loads(run(INSPECT_IMPORT.format(heavy=HEAVY_MODULES), cwd[name], envs[name]))
             for name in names
         }
+        stub.close()
 
     # Medians, and the fastest runs too: load from other processes only ever adds time, so
     # on a busy machine the minimum is the estimate it disturbs least (timeit's advice).
@@ -293,6 +389,11 @@ def measure(
         "max_ratio_handler": max(ratios, key=lambda name: ratios[name]),
         "max_fastest_ratio": max(fastest_ratios.values()),
     }
+
+
+def _base(target: str) -> str:
+    """The function a target measures (``top+key``: ``top``)."""
+    return target.removesuffix(KEY_SUFFIX)
 
 
 def table(result: dict[str, Any]) -> str:

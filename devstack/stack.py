@@ -44,7 +44,8 @@ LOCAL_CREDENTIALS = {
 
 def local_environment(issuer: LocalIssuer) -> dict[str, str]:
     """What the local stack sets in place of what AWS resources give the functions: its
-    token issuer, a cursor key of its own (the stack's secret in AWS), and a re-shard's
+    token issuer, a cursor key of its own (in AWS the functions read the stack's secret at
+    run time; here, with no Secrets Manager, only this variable carries it), and a re-shard's
     margin for a request in flight that fits a local gateway's requests, not API Gateway's
     29 s (podium.layouts), so that a move's phases follow each other in seconds."""
     return {**issuer.environment, "CURSOR_KEY": secrets.token_urlsafe(32), "RESHARD_MARGIN_SECONDS": "3"}

@@ -24,6 +24,7 @@ TEMPLATE = ROOT / "template.yaml"
 
 TOPIC = "AWS::SNS::Topic"
 QUEUE = "AWS::SQS::Queue"
+SECRET = "AWS::SecretsManager::Secret"  # noqa: S105 - a resource type
 # The properties of a queue or topic that are also attributes of its create call.
 QUEUE_ATTRIBUTES = (
     "DelaySeconds",
@@ -478,12 +479,16 @@ class Template:
         or the URL of the queue the local stack created. A ``!Ref`` to a topic or queue
         missing from ``refs`` raises ``UnresolvedReference``, or with ``unresolved="omit"``
         leaves its variable out: a function then fails loudly instead of sending to a
-        made-up name."""
+        made-up name. ``overrides`` are what the local stack sets itself, in the template
+        or not (its issuer; its cursor key, which in AWS no environment holds)."""
         refs = dict(refs or {})
         variables = dict(self._global("Environment").get("Variables", {}))
         for properties in self._functions().values():
             variables.update(properties.get("Environment", {}).get("Variables", {}))
         messaging = {n for n, r in self.resources.items() if r.get("Type") in (TOPIC, QUEUE)}
+        # No Secrets Manager here: a secret's ARN is empty (the cursor key's: the local stack
+        # passes its own key in CURSOR_KEY, podium.cursorkeys).
+        secrets = {n for n, r in self.resources.items() if r.get("Type") == SECRET}
         resolved = {}
         missing = []
         for key, value in variables.items():
@@ -494,6 +499,8 @@ class Template:
             elif isinstance(value, _Tag) and value.tag == "Ref":
                 if value.value in refs:
                     resolved[key] = refs[value.value]
+                elif value.value in secrets:
+                    resolved[key] = ""
                 elif value.value in messaging:
                     missing.append(f"{key} (!Ref {value.value})")
                 elif value.value in self._parameters():
@@ -509,7 +516,7 @@ class Template:
                 f"the local stack cannot resolve {', '.join(missing)}: "
                 "start it first (it makes its topics, queues and token issuer)"
             )
-        return resolved
+        return {**resolved, **(overrides or {})}
 
     def _resolve_find_in_map(self, tag: _Tag) -> str:
         if tag.tag != "FindInMap":

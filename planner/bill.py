@@ -54,6 +54,10 @@ AUTOSCALING_TARGET = 0.7  # auto scaling's target utilisation: it provisions the
 # the month / 0.7: per million units consumed, the hour's price / 3,600 / 0.7 x 10^6.
 PROVISIONED_WCU_PER_MILLION = WCU_HOUR / 3_600 / AUTOSCALING_TARGET * 1e6
 PROVISIONED_RCU_PER_MILLION = RCU_HOUR / 3_600 / AUTOSCALING_TARGET * 1e6
+# -- Per-caller limits (CallerRateLimit > 0): an AWS WAF web ACL on the REST API's stage, ----
+# its prices with the overridable ones (capacity.Prices): its rules, one rate-based rule
+# keyed on the Authorization header and one on the address of callers without it
+CALLER_LIMIT_RULES = 2
 
 
 class Load(Protocol):
@@ -114,6 +118,8 @@ class Bill:
     dynamodb_on_demand: float  # requests and storage, as Plan has them (no API cache)
     dynamodb_provisioned: float  # the same load provisioned at AUTOSCALING_TARGET, and storage
     provisioned_break_even: float  # provisioned is cheaper while average load / peak exceeds this
+    # the WAF web ACL of CallerRateLimit, when it is switched on (off by default: not in a total)
+    caller_limits_monthly: float = 0.0
 
     def front(self, name: str) -> Front:
         return next(f for f in self.fronts if f.name == name)
@@ -133,7 +139,16 @@ def response_bytes(w: Workload) -> float:
     )
 
 
-def bill(w: Workload, p: Load) -> Bill:
+def caller_limits(requests_per_month: float, prices: Prices) -> float:
+    """The WAF web ACL of CallerRateLimit a month: itself, its rules, every request it inspects."""
+    return (
+        prices.waf_web_acl_per_month
+        + CALLER_LIMIT_RULES * prices.waf_rule_per_month
+        + requests_per_month / 1e6 * prices.waf_per_million_requests
+    )
+
+
+def bill(w: Workload, p: Load, prices: Prices | None = None) -> Bill:
     seconds = capacity.SECONDS_PER_MONTH
     per_s = w.top_reads_per_s + w.rank_reads_per_s + w.writes_per_s + w.events_per_s
     requests = per_s * seconds
@@ -173,6 +188,7 @@ def bill(w: Workload, p: Load) -> Bill:
         dynamodb_on_demand=on_demand_requests + p.monthly_storage_cost,
         dynamodb_provisioned=provisioned + p.monthly_storage_cost,
         provisioned_break_even=provisioned / on_demand_requests if on_demand_requests else 0.0,
+        caller_limits_monthly=caller_limits(requests, prices or Prices()),
     )
 
 

@@ -155,6 +155,11 @@ WRITE_PRICE_PER_MILLION = 0.625  # per million write request units
 READ_PRICE_PER_MILLION = 0.125  # per million read request units
 STORAGE_PRICE_PER_GB_MONTH = 0.25  # per GB-month (the first 25 GB free a month are ignored)
 CACHE_PRICE_PER_HOUR = 0.020  # API Gateway stage cache of 0.5 GB, per hour
+# AWS WAF (the template's CallerRateLimit: per-caller limits on the REST API's stage), us-east-1
+# list prices: a web ACL a month, a rule a month, a million requests it inspects.
+WAF_WEB_ACL_PER_MONTH = 5.00
+WAF_RULE_PER_MONTH = 1.00
+WAF_PER_MILLION_REQUESTS = 0.60
 SECONDS_PER_MONTH = 730 * 3_600  # AWS bills a month as 730 hours
 BYTES_PER_GB = 1_000_000_000
 
@@ -206,6 +211,9 @@ class Prices:
     read_per_million: float = READ_PRICE_PER_MILLION
     storage_per_gb_month: float = STORAGE_PRICE_PER_GB_MONTH
     cache_per_hour: float = CACHE_PRICE_PER_HOUR
+    waf_web_acl_per_month: float = WAF_WEB_ACL_PER_MONTH
+    waf_rule_per_month: float = WAF_RULE_PER_MONTH
+    waf_per_million_requests: float = WAF_PER_MILLION_REQUESTS
 
 
 @dataclass(frozen=True)

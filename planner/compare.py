@@ -100,11 +100,11 @@ def scaled(w: Workload, writes_per_s: float) -> Workload:
 
 
 def board_bill(w: Workload, prices: Prices, tree: TreeShape) -> bill.Bill:
-    return bill.bill(w, capacity.plan(w, prices, tree))
+    return bill.bill(w, capacity.plan(w, prices, tree), prices)
 
 
 def fleet_bill(f: fleet.Fleet, prices: Prices, tree: TreeShape) -> bill.Bill:
-    return bill.bill(f.totals(), fleet.plan_fleet(f, prices, tree))
+    return bill.bill(f.totals(), fleet.plan_fleet(f, prices, tree), prices)
 
 
 def board_commands(w: Workload) -> alternatives.Commands:

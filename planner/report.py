@@ -16,7 +16,7 @@ from planner.compare import Side
 def as_json(
     workload: Workload, prices: Prices, result: Plan, tree: TreeShape = PLANNED_TREE
 ) -> dict[str, Any]:
-    whole = bills.bill(workload, result)
+    whole = bills.bill(workload, result, prices)
     return {
         "workload": asdict(workload),
         "tree": asdict(tree),
@@ -37,9 +37,10 @@ def as_json(
     }
 
 
-def render_bill(workload: Workload, result: Plan) -> list[str]:
-    """The whole month: the front door side by side, Lambda, data out, DynamoDB both ways."""
-    b = bills.bill(workload, result)
+def render_bill(workload: Workload, result: Plan, prices: Prices | None = None) -> list[str]:
+    """The whole month: the front door side by side, Lambda, data out, DynamoDB both ways,
+    and what the per-caller limits would add."""
+    b = bills.bill(workload, result, prices)
     rows: list[tuple[str, str]] = [
         ("requests a month", f"{b.requests_per_month / 1e9:,.2f} billion"),
         *((f"{f.name}", f"${f.monthly:,.2f} a month ({f.note})") for f in b.fronts),
@@ -57,6 +58,11 @@ def render_bill(workload: Workload, result: Plan) -> list[str]:
                 f"${b.total(f.name):,.2f} on demand, ${b.total(f.name, provisioned=True):,.2f} provisioned",
             )
             for f in b.fronts
+        ),
+        (
+            "caller limits (WAF, REST API)",
+            f"${b.caller_limits_monthly:,.2f} a month if CallerRateLimit is on (a web ACL, "
+            f"{bills.CALLER_LIMIT_RULES} rules, every request; not in the totals above)",
         ),
     ]
     width = max(len(label) for label, _ in rows)
@@ -196,7 +202,7 @@ def render(workload: Workload, prices: Prices, result: Plan, tree: TreeShape = P
     lines.append(
         f"\nprices: {capacity.PRICE_REGION}, on-demand, Standard table class, as of {capacity.PRICE_DATE}"
     )
-    lines.extend(render_bill(workload, p))
+    lines.extend(render_bill(workload, p, prices))
     lines.extend(render_units(p, prices))
     lines.extend(f"warning: {warning}" for warning in p.warnings)
     return "\n".join(lines)

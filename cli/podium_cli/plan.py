@@ -90,6 +90,15 @@ def plan_command(
     price_cache: Annotated[
         float, typer.Option(help="API cache, per hour", rich_help_panel=PRICES)
     ] = capacity.CACHE_PRICE_PER_HOUR,
+    price_waf_acl: Annotated[
+        float, typer.Option(help="AWS WAF web ACL (CallerRateLimit), per month", rich_help_panel=PRICES)
+    ] = capacity.WAF_WEB_ACL_PER_MONTH,
+    price_waf_rule: Annotated[
+        float, typer.Option(help="AWS WAF rule, per month", rich_help_panel=PRICES)
+    ] = capacity.WAF_RULE_PER_MONTH,
+    price_waf_requests: Annotated[
+        float, typer.Option(help="AWS WAF, per million requests", rich_help_panel=PRICES)
+    ] = capacity.WAF_PER_MILLION_REQUESTS,
     leaf_entries: Annotated[
         int, typer.Option(min=1, help="Entries a leaf holds as built", rich_help_panel=TREE)
     ] = capacity.PLANNED_TREE.leaf_entries,
@@ -151,7 +160,9 @@ def plan_command(
         read_cache_s=read_cache,
         near_moves=near_moves,
     )
-    prices = Prices(price_write, price_read, price_storage, price_cache)
+    prices = Prices(
+        price_write, price_read, price_storage, price_cache, price_waf_acl, price_waf_rule, price_waf_requests
+    )
     tree = capacity.TreeShape(leaf_entries, children, node_wcu)
     if side_by_side:
         quiet = fleet.Fleet(

@@ -541,6 +541,23 @@ def test_a_cursor_of_another_board_is_400(stack_url: str) -> None:
     assert_error(response, 400, "ValidationError", "cursor")
 
 
+def test_a_cursor_without_its_signature_is_400_and_the_signed_one_pages_on(stack_url: str) -> None:
+    # Given a cursor the local stack signed with its own key (CURSOR_KEY: no Secrets Manager here)
+    board = create_board(stack_url, "cursor-signed")
+    for member in ("a", "b", "c"):
+        add_member(stack_url, board, member, 1)
+    cursor = top(stack_url, board, limit=1, consistent="true").json()["nextCursor"]
+    payload, key_id, signature = cursor.split(".")
+    assert key_id
+    assert signature
+
+    # When it is sent with its signature emptied, or dropped
+    # Then each is 400 about the cursor's signature, and the cursor itself still pages on
+    for unsigned in (f"{payload}.{key_id}.", f"{payload}.{key_id}"):
+        assert_error(top(stack_url, board, limit=1, cursor=unsigned), 400, "ValidationError", "cursor")
+    assert top(stack_url, board, limit=1, cursor=cursor).json()["entries"][0]["memberId"] == "b"
+
+
 @pytest.mark.parametrize("count", [0, 101])
 def test_ranks_with_0_or_101_ids_is_400(stack_url: str, count: int) -> None:
     # Given a board

@@ -207,6 +207,9 @@ def test_environment_resolves_refs_to_topics_and_queues_only_from_what_was_creat
     assert environment["TABLE_NAME"] == "x-LeaderboardTable"
     assert environment["STATE_TABLE_NAME"] == "x-StateTable"
     assert environment["AUTH_ISSUER"] == issuer["AUTH_ISSUER"]
+    # no Secrets Manager here: the cursor key comes from the stack itself, never a secret
+    assert environment["CURSOR_SECRET_ARN"] == ""
+    assert environment["CURSOR_KEY"] == "k"
     with pytest.raises(template_module.UnresolvedReference, match="NOTIFICATION_TOPIC_ARN"):
         spec.environment(overrides=issuer)
     with pytest.raises(template_module.UnresolvedReference, match="AUTH_ISSUER"):

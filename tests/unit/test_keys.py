@@ -95,11 +95,11 @@ def test_cursor_round_trip_and_rejections() -> None:
 
 def _edited(cursor: str, position: str) -> str:
     """The cursor with another position in its payload and its signature kept."""
-    payload, signature = cursor.split(".")
+    payload, key_id, signature = cursor.split(".")
     raw = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     raw["p"] = position
     forged = base64.urlsafe_b64encode(json.dumps(raw).encode()).decode().rstrip("=")
-    return f"{forged}.{signature}"
+    return f"{forged}.{key_id}.{signature}"
 
 
 def test_an_edited_cursor_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
-"""Least privilege: each function of ``template.yaml`` is granted exactly the DynamoDB, SNS
-and SQS actions its code can call, on exactly the resources it touches.
+"""Least privilege: each function of ``template.yaml`` is granted exactly the DynamoDB, SNS,
+SQS and Secrets Manager actions its code can call, on exactly the resources it touches.
 
 What the code can call is derived statically (``tests/callgraph.py``: from the handler,
 through the domain and the ports, down to the boto3 client calls); what runs when the
@@ -53,7 +53,11 @@ STREAM_READ_ACTIONS = {
     "dynamodb:GetShardIterator",
     "dynamodb:ListStreams",
 }
-SERVICES = ("dynamodb:", "sns:", "sqs:")
+SERVICES = ("dynamodb:", "sns:", "sqs:", "secretsmanager:")
+# The cursor key's secret: read by the functions that hand cursors out or take them, whose
+# environment names it (podium.cursorkeys). Code that reaches the read in a function without
+# it signs with a key of its own process (its cursors never leave it), and reads no secret.
+CURSOR_SECRET = "CURSOR_SECRET_ARN"
 
 Grant = tuple[str, str]  # (IAM action, resource: a logical id, or "<table>/index/<name>")
 
@@ -70,8 +74,9 @@ def _camel(operation: str) -> str:
     return "".join(part.capitalize() for part in operation.split("_"))
 
 
-def needed_by_code(code_dir: str) -> set[Grant]:
-    """The grants the function's code path needs, from the static call graph."""
+def needed_by_code(code_dir: str, environment: dict[str, Any] | None = None) -> set[Grant]:
+    """The grants the function's code path needs, from the static call graph (and its
+    ``environment``: which secret it is given, if any)."""
     reached = program().reached_facts(code_dir)
     operations = set().union(*(facts.operations for facts in reached))
     transaction_parts = set().union(*(facts.transaction_actions for facts in reached))
@@ -83,6 +88,11 @@ def needed_by_code(code_dir: str) -> set[Grant]:
     for operation in operations:
         if operation.service == "sns":
             grants.add((f"sns:{_camel(operation.name)}", TOPIC))
+            continue
+        if operation.service == "secretsmanager":
+            if environment and CURSOR_SECRET in environment:
+                secret = _resource(environment[CURSOR_SECRET])
+                grants.add((f"secretsmanager:{_camel(operation.name)}", secret))
             continue
         if operation.name == "transact_write_items":
             grants |= {(TRANSACTION_PARTS[part], table) for part in transaction_parts for table in TABLES}
@@ -201,6 +211,13 @@ def code_dir(properties: dict[str, Any]) -> str:
     return Path(properties["CodeUri"]).name
 
 
+def environment_of(properties: dict[str, Any]) -> dict[str, Any]:
+    """The function's own variables over the Globals' (as Lambda gets them)."""
+    variables = dict(template.load()["Globals"]["Function"]["Environment"]["Variables"])
+    variables.update(properties.get("Environment", {}).get("Variables", {}))
+    return variables
+
+
 FUNCTION_IDS = sorted(template_functions())
 
 
@@ -211,7 +228,7 @@ FUNCTION_IDS = sorted(template_functions())
 def test_function_is_granted_exactly_what_its_code_calls(logical_id: str) -> None:
     # Given the function's code path and event sources
     properties = template_functions()[logical_id]
-    needed = needed_by_code(code_dir(properties)) | needed_by_events(properties)
+    needed = needed_by_code(code_dir(properties), environment_of(properties)) | needed_by_events(properties)
 
     # When reading what its Policies grant
     grants = granted(properties)
@@ -284,6 +301,51 @@ def test_only_the_notifier_and_the_period_results_publish_and_only_stream_consum
         assert sends == is_consumer, logical_id
 
 
+def _routes_taking_a_cursor() -> set[tuple[str, str]]:
+    """The API's operations (path, METHOD) that take a ``cursor`` (docs/openapi.yaml): the
+    ones that hand a nextCursor out and read it back."""
+    import yaml
+
+    document = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
+    found = set()
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            parameters = operation.get("parameters", []) if isinstance(operation, dict) else []
+            if any(p.get("$ref", "").endswith("/Cursor") or p.get("name") == "cursor" for p in parameters):
+                found.add((path, method.upper()))
+    return found
+
+
+def test_only_the_functions_whose_routes_take_cursors_may_read_the_cursor_key_and_only_it() -> None:
+    # Given the routes that take a cursor, and the functions that serve them
+    routes = _routes_taking_a_cursor()
+    assert len(routes) >= 5
+    serving = {
+        logical_id
+        for logical_id, properties in template_functions().items()
+        for event in properties.get("Events", {}).values()
+        if event["Type"] == "Api" and (event["Properties"]["Path"], event["Properties"]["Method"]) in routes
+    }
+
+    # When reading which functions the template gives the cursor secret, and what they may do with it
+    variables = template.load()["Globals"]["Function"]["Environment"]["Variables"]
+    functions = template_functions()
+    given = {logical_id for logical_id, p in functions.items() if CURSOR_SECRET in environment_of(p)}
+    secret_grants = {
+        logical_id: {grant for grant in granted(p) if grant[0].startswith("secretsmanager:")}
+        for logical_id, p in template_functions().items()
+    }
+
+    # Then no function has the key in its environment, those that serve cursors have the
+    # secret's ARN, and each of them may read that one secret, and nothing else may
+    assert "CURSOR_KEY" not in variables
+    assert CURSOR_SECRET not in variables
+    assert given == serving
+    for logical_id, grants in secret_grants.items():
+        expected = {("secretsmanager:GetSecretValue", "CursorKey")} if logical_id in serving else set()
+        assert grants == expected, logical_id
+
+
 # -- dynamic: what really runs is part of what the analysis found ---------------------------------------
 
 
@@ -302,7 +364,20 @@ def _sample_event(name: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         event["Records"][0]["dynamodb"]["NewImage"]["t"]["N"] = str(int(time.time() * 1_000_000))
     if name == "take_snapshots":
         monkeypatch.setenv("SNAPSHOT_RETENTION_DAYS", "36500")
+    if CURSOR_SECRET in environment_of(_properties_of(name)):
+        import boto3
+
+        client = boto3.client("secretsmanager", region_name="us-east-1")
+        arn = client.create_secret(Name=SECRET_NAME, SecretString='{"currentId": "1", "current": "k"}')["ARN"]
+        monkeypatch.setenv(CURSOR_SECRET, arn)
     return event
+
+
+SECRET_NAME = "unit-CursorKey"
+
+
+def _properties_of(name: str) -> dict[str, Any]:
+    return next(p for p in template_functions().values() if code_dir(p) == name)
 
 
 # (the authorizer and the page call no AWS service: nothing to record)
@@ -331,7 +406,29 @@ def test_what_the_sample_event_calls_is_what_the_analysis_found(
 
     # Then each call is one the static analysis found for the function
     assert recorded, f"{name} made no AWS call: the scenario does not exercise it"
-    assert sorted(recorded - needed_by_code(name)) == []
+    assert sorted(recorded - needed_by_code(name, environment_of(_properties_of(name)))) == []
+
+
+def test_a_page_with_a_next_cursor_reads_the_cursor_key_once_as_the_analysis_found(
+    invoke: Invoke, images: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the top function with the cursor secret, and a board longer than a page
+    import podium.wiring
+
+    event = _sample_event("top", monkeypatch)
+    podium.wiring.reset()
+
+    # When two pages are read with cursors
+    with _recording() as recorded:
+        first = json.loads(invoke("top", event)["body"])
+        event["queryStringParameters"] = {"limit": "1", "cursor": first["nextCursor"]}
+        assert invoke("top", event)["statusCode"] == 200
+
+    # Then the secret was read, as the analysis found and the template grants
+    read = ("secretsmanager:GetSecretValue", "CursorKey")
+    assert first["nextCursor"]
+    assert read in recorded
+    assert read in needed_by_code("top", environment_of(_properties_of("top")))
 
 
 @contextmanager
@@ -364,6 +461,9 @@ def grants_of(calls: list[tuple[str, str, dict[str, Any]]]) -> Recorded:
     for service, operation, params in calls:
         if service == "sns":
             grants.add((f"sns:{operation}", TOPIC))
+        elif service == "secretsmanager":
+            named = SECRET_NAME in str(params.get("SecretId", ""))
+            grants.add((f"secretsmanager:{operation}", "CursorKey" if named else "?"))
         elif service == "dynamodb":
             if operation == "TransactWriteItems":
                 for item in params["TransactItems"]:

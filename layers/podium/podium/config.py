@@ -79,8 +79,11 @@ class Settings:
     # Each API request's metrics line (podium.telemetry): REQUEST_METRICS=off saves its log
     # (docs/observability.md, "Cost") and leaves the dashboard's per-route cost widgets empty.
     request_metrics: bool = True
-    # Signs cursors (podium.cursors). The stack's secret in AWS; without one, a key of this
-    # process's own: its cursors are then valid only in the instance that made them.
+    # What signs cursors (podium.cursorkeys): in AWS, the ARN of the stack's secret, read at
+    # the first cursor (only the functions that hand cursors out or take them have it); on
+    # the local stack, which has no Secrets Manager, the key itself. With neither, a key of
+    # the process's own: its cursors are then valid only in the instance that made them.
+    cursor_secret_arn: str = ""
     cursor_key: str = ""
     # How long an instance keeps a board's layout (its shard count and re-shard): each
     # phase of a move waits this long, and the margin below, for every instance to see the
@@ -136,10 +139,6 @@ class Settings:
         return _required(self.notification_topic_arn, "NOTIFICATION_TOPIC_ARN", "notifications would be lost")
 
     @property
-    def cursor_secret(self) -> str:
-        return self.cursor_key or _process_cursor_key()
-
-    @property
     def auth_issuer(self) -> str:
         return _required(self.auth_issuer_url, "AUTH_ISSUER", "no token can be checked")
 
@@ -167,6 +166,7 @@ class Settings:
             ),
             auth_member_claim=os.environ.get("AUTH_MEMBER_CLAIM") or "sub",
             auth_jwks_url=os.environ.get("AUTH_JWKS_URL", ""),
+            cursor_secret_arn=os.environ.get("CURSOR_SECRET_ARN", ""),
             cursor_key=os.environ.get("CURSOR_KEY", ""),
             layout_cache_seconds=_integer("LAYOUT_CACHE_SECONDS", 5),
             read_cache_seconds=_number("READ_CACHE_SECONDS", 0),
@@ -174,15 +174,6 @@ class Settings:
             reshard_budget_seconds=_integer("RESHARD_BUDGET_SECONDS", 45),
             request_metrics=_switch("REQUEST_METRICS"),
         )
-
-
-@cache
-def _process_cursor_key() -> str:
-    """A key of this process's own, made when first needed (``secrets`` is not imported by
-    a cold start that never signs a cursor)."""
-    import secrets
-
-    return secrets.token_urlsafe(32)
 
 
 def _required(value: str, name: str, consequence: str) -> str:

@@ -139,7 +139,8 @@ def announcer() -> SnsPublisher:
 
 def reset() -> None:
     """Forget every object built, and the settings they were built from."""
-    from podium import identity
+    from podium import cursorkeys, identity
 
     for built in (services, notifier, announcer, settings, identity.verifier):
         built.cache_clear()
+    cursorkeys.reset()
