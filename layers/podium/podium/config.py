@@ -17,6 +17,10 @@ DEFAULT_SNAPSHOT_RETENTION_DAYS = 90
 DEFAULT_FANOUT_CHUNK_SIZE = 500
 MAX_FANOUT_CHUNK_SIZE = 5000
 MAX_READ_CACHE_SECONDS = 1  # the head's 2 s of lag, less the stream's second
+# How long a write contended by other writers of the same item retries (podium.retry) before
+# it answers 429 Throttled: tens of writers on one member all land within it, and a request
+# still ends well inside API Gateway's 29 s.
+CONTENTION_BUDGET_SECONDS = 5.0
 
 
 class MissingSetting(RuntimeError):

@@ -19,6 +19,7 @@ from podium.errors import (
     ItemMissing,
     NotFound,
     RateLimited,
+    Throttled,
     ValidationError,
     VersionConflict,
     WriteUnconfirmed,
@@ -58,8 +59,8 @@ def readable_periods(settings: BoardSettings, current: str) -> tuple[str, str]:
     return periods.shift(settings.reset, current, -settings.retain_periods), current
 
 
-def contended(member_id: str) -> Conflict:
-    return Conflict(f"member {member_id} is being changed by many writers at once; retry")
+def contended(member_id: str) -> Throttled:
+    return retry.contended(f"member {member_id}")
 
 
 def missing(member_id: str, board_id: str) -> NotFound:
