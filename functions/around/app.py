@@ -11,10 +11,11 @@ app = http.create_app()
 @app.get("/boards/<boardId>/members/<memberId>/around")
 def around(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
-    http.authorize(app, Route.AROUND, board_id)
+    who = http.authorize(app, Route.AROUND, board_id)
     params = http.query(app)
     radius = validation.query_int(params, "radius", 5, 0, validation.MAX_RADIUS)
-    page = services().reads.around(board_id, member_id, radius, params.get("period"))
+    # Whether a member is hidden is told to admins only: to others it is as one not there.
+    page = services().reads.around(board_id, member_id, radius, params.get("period"), who.is_admin)
     return http.json_response(
         200,
         {"boardId": board_id, "entries": [entry.to_json() for entry in page.entries], "total": page.total},

@@ -12,13 +12,13 @@ app = http.create_app()
 @app.get("/boards/<boardId>/members/<memberId>")
 def get_member(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
-    http.authorize(app, Route.GET_MEMBER)
+    admin = http.authorize(app, Route.GET_MEMBER).is_admin  # only admins' answers carry hidden
     params = http.query(app)
     period = params.get("period")
     if validation.query_bool(params, "fresh"):
         member, pending = services().members.fresh_member(board_id, member_id, period)
-        return http.json_response(200, {**member.to_json(), "pendingEvents": pending})
-    return http.json_response(200, services().members.get_member(board_id, member_id, period).to_json())
+        return http.json_response(200, {**member.to_json(admin), "pendingEvents": pending})
+    return http.json_response(200, services().members.get_member(board_id, member_id, period).to_json(admin))
 
 
 lambda_handler = http.entrypoint(app)

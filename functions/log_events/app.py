@@ -14,8 +14,11 @@ def log_events(boardId: str) -> Response:
     requests = validation.events_request(http.body(app, required=True))
     policy = services().boards.policy(board_id)  # the board's limits, and who may write
     members = [request.member_id for request in requests]
-    http.authorize(app, Route.LOG_EVENTS, policy=policy, members=members)
-    accepted = services().members.log_events(board_id, requests, policy.limits if policy else None)
+    who = http.authorize(app, Route.LOG_EVENTS, policy=policy, members=members)
+    # A player's batch holds its own events only (else 403): they count toward its rate.
+    counted_for = None if who.is_admin else who.member_id
+    limits = policy.limits if policy else None
+    accepted = services().members.log_events(board_id, requests, limits, counted_for=counted_for)
     return http.json_response(202, {"accepted": accepted})
 
 

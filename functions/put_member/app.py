@@ -14,9 +14,9 @@ def put_member(boardId: str, memberId: str) -> Response:
     body = http.body(app)
     request = validation.member_request(body)
     admin_fields = [name for name in validation.ADMIN_MEMBER_FIELDS if name in body]
-    http.authorize(app, Route.PUT_MEMBER, board_id, members=[member_id], admin_fields=admin_fields)
+    who = http.authorize(app, Route.PUT_MEMBER, board_id, members=[member_id], admin_fields=admin_fields)
     member, created = services().members.put_member(board_id, member_id, request)
-    return http.json_response(201 if created else 200, member.to_json())
+    return http.json_response(201 if created else 200, member.to_json(with_hidden=who.is_admin))
 
 
 lambda_handler = http.entrypoint(app)

@@ -13,8 +13,11 @@ def rank(boardId: str, memberId: str) -> Response:
     params = http.query(app)
     consistent = validation.query_bool(params, "consistent")  # count the index, not the buckets
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
-    http.authorize(app, Route.RANK, board_id)
-    answer = services().reads.rank(board_id, member_id, params.get("period"), consistent=consistent)
+    who = http.authorize(app, Route.RANK, board_id)
+    # Whether a member is hidden is told to admins only: to others it is as one not there.
+    answer = services().reads.rank(
+        board_id, member_id, params.get("period"), consistent=consistent, reveal_hidden=who.is_admin
+    )
     return http.json_response(200, answer)
 
 

@@ -3,10 +3,13 @@ the Python client (each submission with its own Idempotency-Key, as the client s
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
+import requests
 
 from podium_client import PodiumClient, ScoreResult
 from tests.helpers import assert_equal, eventually, unique_id
@@ -64,3 +67,43 @@ def test_32_concurrent_best_submissions_keep_the_best(stack_url: str, podium: Po
 
 def _top(podium: PodiumClient, board: str, consistent: bool = False) -> list[tuple[str, Decimal]]:
     return [(e.member_id, e.score) for e in podium.top(board, consistent=consistent).entries]
+
+
+INCREMENTS_EACH = 20
+
+
+def test_32_writers_on_one_member_all_land_without_conflicts(stack_url: str, podium: PodiumClient) -> None:
+    # Given one member on an increment board
+    board = unique_id("contended")
+    podium.create_board(board, operator="increment")
+    podium.put_member(board, "hot", score=0)
+    url = f"{stack_url}/boards/{board}/members/hot/score"
+
+    # When 32 clients each submit 20 increments as fast as they are answered, sending one
+    # again only after a 429's Retry-After, as the contract tells clients to
+    def writer(index: int) -> list[requests.Response]:
+        answers = []
+        with requests.Session() as session:
+            for step in range(INCREMENTS_EACH):
+                value = {"value": index * INCREMENTS_EACH + step + 1}
+                while True:
+                    response = session.post(url, json=value, timeout=120)
+                    answers.append(response)
+                    if response.status_code != 429:
+                        break
+                    time.sleep(int(response.headers["Retry-After"]))
+        return answers
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        answers = [answer for answered in pool.map(writer, range(WRITERS)) for answer in answered]
+
+    # Then no answer was a 409 (nor any other error): each was 200, or a 429 Throttled that
+    # changed nothing and said when to send it again
+    statuses = Counter(answer.status_code for answer in answers)
+    print(f"answers by status: {dict(statuses)}")  # how many 429s the machine's load caused (-s)
+    assert set(statuses) <= {200, 429}, [answer.text for answer in answers if answer.status_code != 200][:3]
+    assert {answer.json()["code"] for answer in answers if answer.status_code == 429} <= {"Throttled"}
+    # And all 640 landed, each once: the score is their exact sum
+    total = WRITERS * INCREMENTS_EACH
+    assert statuses[200] == total, statuses
+    assert podium.get_member(board, "hot").score == total * (total + 1) // 2

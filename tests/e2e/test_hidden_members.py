@@ -11,7 +11,9 @@ import pytest
 import requests
 
 from podium_client import NotFound, PodiumClient
+from tests.e2e.test_access import Api, assert_status
 from tests.helpers import assert_equal, eventually, unique_id
+from tests.messaging import LocalStack
 
 pytestmark = pytest.mark.e2e
 
@@ -125,3 +127,56 @@ def test_hidden_must_be_a_boolean(stack_url: str, podium: PodiumClient) -> None:
     assert response.json()["code"] == "ValidationError"
     assert "hidden" in response.json()["message"]
     assert podium.get_member(board, "ana").hidden is False
+
+
+# -- whether a member is hidden is told to admins only ----------------------------------
+
+
+def _same_as_missing(api: Api, path: str, token: str | None, hidden: str, missing: str) -> None:
+    """GET ``path`` (with ``{member}`` in it) answers for the hidden member exactly what it
+    answers for a member that does not exist: 404, the same code, the same message."""
+    refused = assert_status(api.call("GET", path.format(member=hidden), token), 404, "NotFound")
+    absent = assert_status(api.call("GET", path.format(member=missing), token), 404, "NotFound")
+    assert refused["message"] == absent["message"].replace(missing, hidden), (path, refused, absent)
+    assert "hidden" not in refused["message"]
+
+
+@pytest.mark.parametrize("reset", ["never", "daily"])
+def test_only_admins_learn_that_a_member_is_hidden(auth_stack: LocalStack, reset: str) -> None:
+    # Given a public board that takes players' writes, where an admin hid cheat
+    api = Api(auth_stack.url)
+    board = api.board(publicRead=True, clientWrites=True, reset=reset)
+    for member, score in (("cheat", 500), ("ana", 100)):
+        assert_status(api.call("PUT", f"/boards/{board}/members/{member}", api.admin, {"score": score}), 201)
+    assert_status(api.call("PUT", f"/boards/{board}/members/cheat", api.admin, {"hidden": True}), 200)
+    ana, cheat = api.token("player", "ana"), api.token("player", "cheat")
+
+    # When anyone but an admin asks for cheat's rank or window: anonymous, another player, itself
+    for token in (None, ana, cheat):
+        # Then each is the 404 of a member that does not exist, word for word
+        for route in ("rank", "around"):
+            _same_as_missing(api, f"/boards/{board}/members/{{member}}/{route}", token, "cheat", "ghost")
+
+    # When players read a member, cheat or not, fresh or not, or cheat adds data to itself
+    answers = [
+        assert_status(api.call("GET", f"/boards/{board}/members/{member}{query}", token), 200)
+        for token in (ana, cheat)
+        for member in ("cheat", "ana")
+        for query in ("", "?fresh=true")
+    ]
+    answers.append(
+        assert_status(api.call("PUT", f"/boards/{board}/members/cheat", cheat, {"data": {"a": 1}}), 200)
+    )
+
+    # Then no answer carries hidden, and cheat's score is there as anyone's
+    assert [answer.get("hidden", "absent") for answer in answers] == ["absent"] * len(answers)
+    assert answers[0]["score"] == 500
+
+    # And an admin learns it: GET shows hidden (true for cheat, false for ana), rank says so
+    got = assert_status(api.call("GET", f"/boards/{board}/members/cheat", api.admin), 200)
+    assert (got["hidden"], got["score"]) == (True, 500)
+    fresh = assert_status(api.call("GET", f"/boards/{board}/members/cheat?fresh=true", api.admin), 200)
+    assert fresh["hidden"] is True
+    assert assert_status(api.call("GET", f"/boards/{board}/members/ana", api.admin), 200)["hidden"] is False
+    told = assert_status(api.call("GET", f"/boards/{board}/members/cheat/rank", api.admin), 404, "NotFound")
+    assert "hidden" in told["message"]

@@ -44,8 +44,8 @@ class NotFound(ApiError):
 
 class Conflict(ApiError):
     """409: a board that exists with other fixed settings (final), or a transient conflict
-    whose message tells the client to retry (a keyed duplicate still in flight, a member
-    changed by many writers at once); the client retries the latter itself."""
+    whose message tells the client to retry (a keyed duplicate still in flight, a fresh
+    read with too many events waiting); the client retries the latter itself."""
 
     api_code = "Conflict"
 

@@ -1,8 +1,8 @@
 """One request to the service, sent until it succeeds or may not be sent again.
 
 What may be sent again follows the contract (docs/api.md): a 429 changed nothing, and
-neither did a 409 whose message asks for a retry (a keyed duplicate still in flight, a
-member changed by many writers at once), so those are always retried. A 5xx or a lost
+neither did a 409 whose message asks for a retry (a keyed duplicate still in flight), so
+those are always retried. A 5xx or a lost
 answer may have been applied, so they are retried only for a request that is safe to
 repeat: a GET, a PUT or a DELETE, a score submission with its ``Idempotency-Key``, events
 with their ``eventId``s, and ``POST .../ranks`` (a read). A connection that was never made

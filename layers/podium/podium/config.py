@@ -32,6 +32,10 @@ USER_WRITABLE_PREFIX = "custom:"
 # The issuer of a Cognito user pool's tokens; its ID tokens carry attributes the user may
 # change, so only its access tokens are taken (token_use).
 COGNITO_ISSUER = re.compile(r"https://cognito-idp\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[\w-]+")
+# How long a write contended by other writers of the same item retries (podium.retry) before
+# it answers 429 Throttled: tens of writers on one member all land within it, and a request
+# still ends well inside API Gateway's 29 s.
+CONTENTION_BUDGET_SECONDS = 5.0
 
 
 class MissingSetting(RuntimeError):

@@ -51,12 +51,16 @@ class PayloadTooLarge(PodiumError):
 
 
 class Throttled(PodiumError):
-    """The database throttled and every retry was spent; the request changed nothing.
-    ``retry_after``: the whole seconds a client should wait before trying again."""
+    """The database throttled, or other writers of the same item kept winning, and every
+    retry within the budget was spent; the request changed nothing. ``retry_after``: the
+    whole seconds a client should wait before trying again."""
 
     status = 429
     code = "Throttled"
-    retry_after = 1
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class RateLimited(PodiumError):

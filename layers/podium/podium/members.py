@@ -19,8 +19,10 @@ from podium.errors import (
     ItemMissing,
     NotFound,
     RateLimited,
+    Throttled,
     ValidationError,
     VersionConflict,
+    WriteUnconfirmed,
 )
 from podium.idempotency import SubmissionKey
 from podium.models import BoardSettings, Limits, Member, ScoreChange, ScoreState
@@ -57,8 +59,8 @@ def readable_periods(settings: BoardSettings, current: str) -> tuple[str, str]:
     return periods.shift(settings.reset, current, -settings.retain_periods), current
 
 
-def contended(member_id: str) -> Conflict:
-    return Conflict(f"member {member_id} is being changed by many writers at once; retry")
+def contended(member_id: str) -> Throttled:
+    return retry.contended(f"member {member_id}")
 
 
 def missing(member_id: str, board_id: str) -> NotFound:
@@ -220,20 +222,23 @@ class MemberService:
                 return idempotency.replay(key, found)
         limits = limits or Limits()
         validation.within_limits(value, limits)
-        minute = self._count_submission(board_id, member_id, limits)
+        minute = self._count_submissions(board_id, member_id, limits)
         try:
             change, replayed = self._submit(board_id, member_id, value, settings, key)
         except Exception:
             if minute is not None:  # refused after all: the submission does not count
-                self.members.uncount_submission(board_id, member_id, minute)
+                self.members.uncount_submission(board_id, member_id, minute, 1)
             raise
         if replayed and minute is not None:  # a duplicate that another request applied
-            self.members.uncount_submission(board_id, member_id, minute)
+            self.members.uncount_submission(board_id, member_id, minute, 1)
         return change
 
-    def _count_submission(self, board_id: str, member_id: str, limits: Limits) -> str | None:
-        """Count the submission in its clock minute (UTC) when the board limits how many a
-        member may make; 429 past the limit. The minute counted, or None."""
+    def _count_submissions(
+        self, board_id: str, member_id: str, limits: Limits, count: int = 1, what: str = "a score submission"
+    ) -> str | None:
+        """Count ``count`` submissions (``what``) in their clock minute (UTC) when the board
+        limits how many a member may make, all or none, in one conditional update; 429 when
+        they would pass the limit. The minute counted, or None."""
         most = limits.max_submissions_per_minute
         if most is None:
             return None
@@ -241,13 +246,14 @@ class MemberService:
         minute_start = now.replace(second=0, microsecond=0)
         minute = minute_start.strftime("%Y-%m-%dT%H:%M")
         expires = int(minute_start.timestamp()) + 2 * SECONDS_PER_MINUTE
-        if self.members.count_submission(board_id, member_id, minute, most, expires):
+        if count <= most and self.members.count_submission(board_id, member_id, minute, most, expires, count):
             return minute
-        wait = math.ceil(SECONDS_PER_MINUTE - (now - minute_start).total_seconds())
+        wait = max(1, math.ceil(SECONDS_PER_MINUTE - (now - minute_start).total_seconds()))
         raise RateLimited(
-            f"member {member_id} has made {most} score submissions this minute, the board's "
-            f"limits.maxSubmissionsPerMinute; retry in {max(1, wait)} s",
-            retry_after=max(1, wait),
+            f"member {member_id} may make {most} submissions a minute on board {board_id} (the "
+            f"board's limits.maxSubmissionsPerMinute), and {what} would pass that; "
+            + (f"retry in {wait} s" if count <= most else f"send at most {most} at a time"),
+            retry_after=wait,
         )
 
     def _submit(
@@ -316,19 +322,41 @@ class MemberService:
 
     # -- hot counters: the event log --------------------------------------------------
 
-    def log_events(self, board_id: str, requests: list[EventRequest], limits: Limits | None = None) -> int:
+    def log_events(
+        self,
+        board_id: str,
+        requests: list[EventRequest],
+        limits: Limits | None = None,
+        counted_for: str | None = None,
+    ) -> int:
         """Insert the events, a page per member, all or none (no read); claim their ids and
         settle the pages; the fold counts them within seconds. An event whose value lies
-        outside the board's ``limits`` refuses the whole batch."""
+        outside the board's ``limits`` refuses the whole batch, and so does a batch that
+        would take ``counted_for`` (a player posting its own events; None for an admin's)
+        past its submissions a minute: each event counts one, in one conditional update."""
         from podium import events  # only this route and fresh_member need the event log
 
         settings = self.boards.settings(board_id)
+        limits = limits or Limits()
         for index, request in enumerate(requests):
-            validation.within_limits(request.value, limits or Limits(), f"events[{index}].value")
+            validation.within_limits(request.value, limits, f"events[{index}].value")
         now = self.boards.clock()
         pages = events.to_pages(board_id, settings, requests, now)
         expires = int(now.timestamp()) + events.LOG_TTL_SECONDS
-        if events.log(self.eventlog, pages, now, expires):
+        counted = None
+        if counted_for is not None:
+            what = f"these {len(requests)} events" if len(requests) > 1 else "this event"
+            minute = self._count_submissions(board_id, counted_for, limits, len(requests), what)
+            counted = (counted_for, minute) if minute is not None else None
+        try:
+            logged_claimed = events.log(self.eventlog, pages, now, expires)
+        except WriteUnconfirmed:
+            raise  # perhaps logged after all: they stay counted
+        except Exception:
+            if counted is not None:  # nothing logged: the events do not count
+                self.members.uncount_submission(board_id, *counted, len(requests))
+            raise
+        if logged_claimed:
             return len(requests)
         # Logged: the fold counts them, whatever happens next. Claiming the ids now lets a
         # fresh read count them before the fold does (docs/event-log.md).

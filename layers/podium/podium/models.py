@@ -305,8 +305,9 @@ class Member:
     updated_at: datetime
     hidden: bool = False  # taken out of every ranking by an admin (its scores still count)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, with_hidden: bool = True) -> dict[str, Any]:
+        """The member as the API shows it; ``hidden`` only to admins (``with_hidden``)."""
+        shown: dict[str, Any] = {
             "boardId": self.board_id,
             "memberId": self.member_id,
             "score": self.score,
@@ -315,6 +316,9 @@ class Member:
             "createdAt": iso(self.created_at),
             "updatedAt": iso(self.updated_at),
         }
+        if not with_hidden:
+            del shown["hidden"]
+        return shown
 
 
 @frozen

@@ -312,7 +312,14 @@ class ReadService:
 
     # -- one member, a window, several members ---------------------------------------------
 
-    def _entry(self, read: Read, member_id: str, state: ScoreState | None) -> IndexEntry:
+    def _entry(
+        self, read: Read, member_id: str, state: ScoreState | None, reveal_hidden: bool = True
+    ) -> IndexEntry:
+        """The member's index entry, or 404. Whether a member is hidden is told to admins
+        only (``reveal_hidden``): to anyone else a hidden member is 404 word for word as one
+        that does not exist (or has no score in the period read)."""
+        if state is not None and state.hidden and not reveal_hidden:
+            state = None
         if state is None:
             if read.period == ALL_TIME:
                 raise NotFound(f"member {member_id} does not exist on board {read.board.board_id}")
@@ -326,7 +333,12 @@ class ReadService:
         )
 
     def rank(
-        self, board_id: str, member_id: str, requested_period: str | None = None, consistent: bool = False
+        self,
+        board_id: str,
+        member_id: str,
+        requested_period: str | None = None,
+        consistent: bool = False,
+        reveal_hidden: bool = True,
     ) -> dict[str, Any]:
         """1 + the members better than this one, in two round trips: the board and score,
         then the count tree's path to the member's key (or, on a small board, a COUNT of
@@ -334,7 +346,7 @@ class ReadService:
         the budget allows (``indexreads.Counting``)."""
         read = self._read(board_id, requested_period, member_id=member_id)
         order = read.order
-        entry = self._entry(read, member_id, read.view.score)
+        entry = self._entry(read, member_id, read.view.score, reveal_hidden)
         bound = entry.sort_key if order.earliest else order.score_bound(entry.score)
         better = self._count(
             read, [bound], consistent=consistent, budget=cost.READ_BOUND - VIEW_UNITS
@@ -348,7 +360,14 @@ class ReadService:
             "topPercent": top_percent(rank, read.total),
         }
 
-    def around(self, board_id: str, member_id: str, radius: int, requested_period: str | None = None) -> Page:
+    def around(
+        self,
+        board_id: str,
+        member_id: str,
+        radius: int,
+        requested_period: str | None = None,
+        reveal_hidden: bool = True,
+    ) -> Page:
         """The ``2·radius + 1`` entries of the listing around the member, shifted to stay
         full at either end, with exact ranks: the member's position is counted as ``rank``
         counts, beside the reads of the keys next to it (``indexreads.listing_near`` has
@@ -357,7 +376,7 @@ class ReadService:
         tie that starts above all of them needs one more count."""
         read = self._read(board_id, requested_period, member_id=member_id)
         order = read.order
-        me = self._entry(read, member_id, read.view.score)
+        me = self._entry(read, member_id, read.view.score, reveal_hidden)
         near = listing_near(
             self.counting, read.board, read.period, read.partitions, me.sort_key, read.total, radius
         )

@@ -7,7 +7,7 @@ import re
 
 from podium import cursors, retry
 from podium.boards import BoardService, to_microseconds
-from podium.errors import Conflict, ItemMissing, NotFound, VersionConflict
+from podium.errors import ItemMissing, NotFound, VersionConflict
 from podium.models import ENDED_FOLLOW_KEEP_US, Notification, Rivals
 from podium.models import INBOX_KEEP_SECONDS as INBOX_KEEP_SECONDS  # the page's horizon, named here too
 from podium.ports import MemberStore, Publisher, SocialStore
@@ -44,7 +44,7 @@ class SocialService:
             except VersionConflict:
                 continue  # replaced by another request meanwhile: replace what it wrote
             return rivals
-        raise Conflict(f"the rivals of {member_id} are being replaced by many requests at once; retry")
+        raise retry.contended(f"the rivals list of {member_id}")
 
     def get_rivals(self, board_id: str, member_id: str) -> list[str]:
         self._require_member(board_id, member_id)

@@ -433,29 +433,29 @@ class Members:
     def _carries(profile: Item, gone_us: int) -> bool:
         return bool(profile.get(schema.TOMBSTONE, {}).get("N") == str(gone_us))
 
-    def count_submission(self, board_id: str, member_id: str, minute: str, limit: int, expires: int) -> bool:
-        """Count one score submission of the member in ``minute``; False (nothing counted)
-        when it has made ``limit`` already. One UpdateItem of a small item: 1 WCU."""
+    def count_submission(
+        self, board_id: str, member_id: str, minute: str, limit: int, expires: int, count: int
+    ) -> bool:
+        """Count ``count`` submissions in ``minute``, or none (False) past ``limit``: 1 WCU."""
         return self.tables.update(
             schema.submissions_key(board_id, member_id, minute),
-            "ADD submissions :one SET #ttl = :ttl",
-            ConditionExpression="attribute_not_exists(submissions) OR submissions < :limit",
+            "ADD submissions :count SET #ttl = :ttl",
+            ConditionExpression="attribute_not_exists(submissions) OR submissions <= :room",
             ExpressionAttributeNames={"#ttl": "ttl"},
             ExpressionAttributeValues={
-                ":one": {"N": "1"},
-                ":limit": {"N": str(limit)},
+                ":count": {"N": str(count)},
+                ":room": {"N": str(limit - count)},
                 ":ttl": {"N": str(expires)},
             },
         )
 
-    def uncount_submission(self, board_id: str, member_id: str, minute: str) -> None:
-        """Give back a counted submission that was then refused (no such member, a score
-        out of bounds): a refused submission changes nothing."""
+    def uncount_submission(self, board_id: str, member_id: str, minute: str, count: int) -> None:
+        """Give back counted submissions then refused: a refused submission changes nothing."""
         self.tables.update(
             schema.submissions_key(board_id, member_id, minute),
             "ADD submissions :minus",
             ConditionExpression="attribute_exists(submissions)",
-            ExpressionAttributeValues={":minus": {"N": "-1"}},
+            ExpressionAttributeValues={":minus": {"N": str(-count)}},
         )
 
     def rollup_state(
