@@ -99,3 +99,25 @@ def test_a_batch_larger_than_the_limit_is_refused_whole(api: Api) -> None:
     assert int(refused.headers["Retry-After"]) >= 1
     assert _fresh(api, board, "bob") == (0, 0)
     assert_status(api.call("POST", f"/boards/{board}/events", bob, _events("bob", 3)), 202)
+
+
+def test_a_player_cannot_use_up_the_event_ids_of_another(api: Api) -> None:
+    # Given an increment board that takes players' writes, and two players on it
+    board = api.board(operator="increment", clientWrites=True)
+    for member in ("alice", "mallory"):
+        api.member(board, member)
+    mallory, alice = api.token("player", "mallory"), api.token("player", "alice")
+    events = f"/boards/{board}/events"
+
+    # When mallory posts her own events with the ids alice's game will use
+    taken = {"events": [{"memberId": "mallory", "value": 1, "eventId": f"match-{i}"} for i in range(3)]}
+    assert_status(api.call("POST", events, mallory, taken), 202)
+
+    # And alice then posts hers with those ids, one of them twice
+    ids = ["match-0", "match-1", "match-2", "match-2"]
+    hers = {"events": [{"memberId": "alice", "value": 5, "eventId": i} for i in ids]}
+    assert_status(api.call("POST", events, alice, hers), 202)
+
+    # Then each counts its own events once: alice's three ids are hers, whatever mallory sent
+    eventually(lambda: assert_equal(_fresh(api, board, "alice"), (15, 0)))
+    eventually(lambda: assert_equal(_fresh(api, board, "mallory"), (3, 0)))

@@ -45,3 +45,25 @@ def test_the_routes_without_an_authorizer_are_counted_as_the_template_has_them()
     counted = _said(r"the (\w+) read routes that `publicRead` opens")
     counted += _said(r"once per request on the (\w+) public-capable routes")
     assert counted == [len(open_routes) - len(page)] * 2
+
+
+def test_every_test_the_page_names_exists() -> None:
+    # Given each test file, and each test in it, that the threats table names
+    # (`tests/unit/x.py::test_y`, and `::test_z` for another test of the same file)
+    root = DOC.parents[1]
+    named, current = [], None
+    for match in re.finditer(r"`(tests/[\w/]+\.py)(?:::(\w+))?`|`::(\w+)`", DOC.read_text()):
+        path, test, same_file = match.groups()
+        current = path or current
+        if test or same_file:
+            named.append((current, test or same_file))
+        elif path:
+            named.append((path, None))
+    assert len(named) > 20
+
+    # Then every one of them is there
+    for path, test in named:
+        assert path is not None
+        assert (root / path).is_file(), path
+        if test is not None:
+            assert f"def {test}(" in (root / path).read_text(), f"{path}::{test}"
