@@ -383,9 +383,9 @@ def batch_records(
     most: int = STREAM_BATCH_SIZE,
 ) -> float:
     """A board's records in one batch of the aggregator: a shard hands over what reached it
-    within the time it gathers (``STREAM_GATHER_S``), ``most`` at the most, and the board's records are its share
-    of the table's, spread over the shards by key. At least one: a quiet board's record
-    arrives alone and is applied alone."""
+    within the time it gathers (``STREAM_GATHER_S``), ``most`` at the most, and the board's
+    records are its share of the table's, spread over the shards by key. At least one: a
+    quiet board's record arrives alone and is applied alone."""
     if table_records_per_s <= 0:
         return 1.0
     per_batch = min(most, table_records_per_s / shards * window_s)
