@@ -33,7 +33,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from podium import cost, periods
+from podium import cost, periods, retry
 from podium.errors import Conflict, ValidationError
 from podium.models import BoardSettings, EventPage, ScoreState
 from podium.ports import EventStore, MemberStore
@@ -136,7 +136,7 @@ def log(eventlog: EventStore, pages: Sequence[EventPage], now: datetime, expires
         if lost is None:
             return True
         taken |= lost
-    raise Conflict("the events' ids could not be claimed: too much contention; retry")
+    raise retry.contended("the events' ids")  # other requests kept claiming them: 429
 
 
 def claim(
