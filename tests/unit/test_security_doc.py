@@ -67,3 +67,53 @@ def test_every_test_the_page_names_exists() -> None:
         assert (root / path).is_file(), path
         if test is not None:
             assert f"def {test}(" in (root / path).read_text(), f"{path}::{test}"
+
+
+def granted_rows() -> dict[str, tuple[str, str, str]]:
+    """Each function's grants as the template says them: its actions on the two tables, on
+    the ranking indexes, and on anything else (the page's least-privilege table)."""
+    from devstack.template import load
+
+    rows: dict[str, tuple[str, str, str]] = {}
+    for name, resource in load()["Resources"].items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        tables: set[str] = set()
+        index: set[str] = set()
+        other: list[str] = []
+        for policy in resource["Properties"].get("Policies") or []:
+            if "SNSPublishMessagePolicy" in policy:
+                other.append("`NotificationTopic`: Publish")
+                continue
+            for statement in policy["Statement"]:
+                actions = (
+                    statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                )
+                verbs = {action.split(":")[1] for action in actions}
+                where = repr(statement["Resource"])
+                if "/index/" in where:
+                    index |= verbs
+                elif "LeaderboardTable" in where:
+                    tables |= verbs
+                else:
+                    target = next(r for r in ("CursorKey", "StreamFailureQueue") if r in where)
+                    other.append(f"`{target}`: {', '.join(sorted(verbs))}")
+        rows[name.removesuffix("Function")] = (
+            ", ".join(sorted(tables)) or "none",
+            ", ".join(sorted(index)),
+            "; ".join(sorted(other)),
+        )
+    return rows
+
+
+def test_the_least_privilege_table_is_the_templates() -> None:
+    # Given the rows of the page's table (function, tables, indexes, other)
+    text = DOC.read_text()
+    table = text[text.index("| Function | `LeaderboardTable` and `StateTable` |") :].split("\n\n")[0]
+    written = {
+        cells[0]: (cells[1], cells[2], cells[3])
+        for cells in ([c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:])
+    }
+
+    # Then they are what the template grants each function, every function once
+    assert written == granted_rows()
