@@ -374,8 +374,10 @@ def test_under_faults_every_acknowledged_write_is_applied_once_and_every_refused
     fault_proxy.set(FAULTS)
     tally = run_clients(boards, members, ledgers)
     # (the faults stay on until the stream's reads have met one too: they are drawn at
-    # random, and the stream may have polled little while the clients ran)
-    give_up = time.monotonic() + 30
+    # random, and the stream may have polled little while the clients ran: a consumer busy
+    # with a batch whose writes meet faults does not poll, and on a loaded machine that has
+    # lasted over 30 s)
+    give_up = time.monotonic() + 120
     while not fault_proxy.injected(operation="GetRecords") and time.monotonic() < give_up:
         time.sleep(0.2)
     fault_proxy.clear()
