@@ -287,9 +287,8 @@ def example_and_output(markdown: Path) -> tuple[str, str]:
 
 
 def test_the_documented_example_prints_what_the_docs_show(auth_stack: LocalStack) -> None:
-    # Given the example of docs/client.md, which the README shows too
+    # Given the example of docs/client.md
     example, output = example_and_output(ROOT / "docs" / "client.md")
-    assert example_and_output(ROOT / "README.md") == (example, output)
     assert LOCAL_API in example
 
     # When it runs against a stack that checks tokens as make run does, twice
