@@ -82,8 +82,8 @@ def built_tree(keys: list[str]) -> RecordedTree:
     return tree
 
 
-def a_board(*, whole: bool = True) -> Board:
-    return Board("b", BoardSettings(), None, datetime(2026, 11, 25, tzinfo=UTC), count_tree=whole)
+def a_board() -> Board:
+    return Board("b", BoardSettings(), None, datetime(2026, 11, 25, tzinfo=UTC))
 
 
 keys_strategy = st.lists(
@@ -97,7 +97,6 @@ keys_strategy = st.lists(
     st.integers(1, 6),
     st.lists(st.text(alphabet="0123456789abz~", min_size=1, max_size=6), min_size=1, max_size=12),
     st.booleans(),
-    st.booleans(),
     st.sampled_from([0.0, 30.0, 1e9]),
     st.sampled_from([1, 16, 4096]),
     st.sampled_from([0, 2048]),
@@ -106,15 +105,14 @@ def test_counts_are_exact_whichever_way_they_are_taken(
     keys: list[str],
     shards: int,
     bounds: list[str],
-    whole: bool,
     consistent: bool,
     budget: float,
     block: int,
     small_board: int,
 ) -> None:
-    # Given a board's keys on some shards and its count tree (whole, or not built yet) of
-    # small nodes (several levels), blocks of any size (so either way may be the cheaper),
-    # any budget, and boards counted as small or not
+    # Given a board's keys on some shards and its count tree of small nodes (several
+    # levels), blocks of any size (so either way may be the cheaper), any budget, and
+    # boards counted as small or not
     keys.sort()
     bounds.sort()
     index = FakeIndex(keys, shards)
@@ -129,16 +127,14 @@ def test_counts_are_exact_whichever_way_they_are_taken(
         tree = built_tree(keys)
         counting = Counting(cast(Any, index), TreeReader(tree))
         counted = counting.below(
-            a_board(whole=whole), "all", partitions, bounds, len(keys), consistent=consistent, budget=budget
+            a_board(), "all", partitions, bounds, len(keys), consistent=consistent, budget=budget
         )
 
     # Then every count is the sorted list's, and what was read is billed
     assert counted.counts == [bisect_left(keys, bound) for bound in bounds]
     assert counted.units >= 0.5 * (len(index.queries) + len(tree.log))
-    # A tree that is not whole is never read; with consistent=true the tree is read strongly
-    # consistent, and the index itself is counted whenever the budget allows it
-    if not whole:
-        assert tree.reads == []
+    # With consistent=true the tree is read strongly consistent, and the index itself is
+    # counted whenever the budget allows it
     if consistent:
         assert all(tree.reads)
         if budget >= 1e9:

@@ -60,16 +60,6 @@ class Boards:
             ExpressionAttributeValues=values,
         )
 
-    def mark_count_tree(self, board_id: str) -> None:
-        """Say that the board's count tree is whole (``countTree``: every readable period
-        built, and kept by the stream since), so that ranks may be counted from it."""
-        self.tables.update(
-            schema.board_key(board_id),
-            "SET countTree = :yes",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues={":yes": {"BOOL": True}},
-        )
-
     def list_boards(self, limit: int, after: str | None) -> tuple[list[Board], str | None]:
         """A page of boards in id order, and the id to continue after (None at the end)."""
         ids, last = self.list_board_ids(limit, after)

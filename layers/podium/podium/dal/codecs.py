@@ -48,8 +48,6 @@ def board_item(board: Board) -> Item:
     }
     if board.largest_data is not None:
         item["largestData"] = {"N": str(board.largest_data)}
-    if board.count_tree:
-        item["countTree"] = {"BOOL": True}
     if board.title is not None:
         item["title"] = {"S": board.title}
     if s.reset != "never":  # every period from its first on is announced (podium.results)
@@ -108,7 +106,6 @@ def board_from_item(board_id: str, item: Item) -> Board:
         dropped_events=int(values.get("droppedEvents", 0)),
         policy=policy_from_values(values),
         largest_data=int(values["largestData"]) if "largestData" in values else None,
-        count_tree=bool(values.get("countTree", False)),
         reshard=reshard_from_values(values),
     )
 

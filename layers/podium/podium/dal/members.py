@@ -25,7 +25,6 @@ from podium.errors import HiddenChanged, WriteUnconfirmed
 from podium.idempotency import RecordedSubmission, SubmissionKey
 from podium.models import Placement, ScoreChange, ScoreState
 
-PROFILE_FIELDS = "data, createdAt, updatedAt"
 # The profile's ``hidden`` attribute exists only while the member is hidden (true).
 HIDDEN_NAME = {"#hd": "hidden"}
 TRUE = {"BOOL": True}

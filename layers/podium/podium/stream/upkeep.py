@@ -182,11 +182,10 @@ class RankUpkeep:
         self, board_id: str, period: str = ALL_TIME, ranked: Mapping[str, Entry] | None = None
     ) -> int:
         """Rebuild a board's head and count tree of ``period`` from the index (a board
-        loaded in bulk, or made before count trees), or from ``ranked`` (the consistency
-        checker's: member -> its key and version, from the score items). The tree's old
-        items are deleted first: a build does not write every node of an older shape; so
-        are the score buckets of a board made before the tree, which the stream no longer
-        keeps. Returns the number of the tree's nodes.
+        loaded in bulk), or from ``ranked`` (the consistency checker's: member -> its key
+        and version, from the score items). The tree's old items are deleted first: a build
+        does not write every node of an older shape. Returns the number of the tree's
+        nodes.
 
         It expects no writer meanwhile: a record applied to the old tree while it is
         replaced is lost (the checker, ``make verify``, finds that)."""
@@ -197,7 +196,6 @@ class RankUpkeep:
         nodes = treebuild.build(entries, sv=int(self.clock().timestamp() * 1_000_000))
         self.tree.drop(board_id, period)
         self.tree.put_nodes(board_id, period, nodes, expires)
-        self.structures.drop_buckets(board_id, period)  # what it replaces, gone stale
         self.keeper.shape(Tree(board_id, period)).forget()
         found = sorted(entry.key for entry in entries.values())
         current = self.structures.get_head(board_id, period, consistent=True)
