@@ -37,7 +37,7 @@ from typing import Any
 
 from podium import fanout, keys, periods
 from podium.boards import BoardService, to_microseconds
-from podium.errors import VersionConflict
+from podium.errors import Contended, VersionConflict, WriteRejected
 from podium.inspection import BoardState, Difference, Findings, Kind, Rewrite, inspect
 from podium.maintenance import Maintenance
 from podium.members import MemberService
@@ -172,7 +172,7 @@ class Checker:
             if found.ranked is not None:
                 requested = None if period == ALL_TIME else period
                 self.maintenance.rebuild_rank_structures(board_id, requested, found.ranked)
-        except RuntimeError as error:
+        except (Contended, WriteRejected, RuntimeError) as error:  # RuntimeError: HeadCopiesBehind
             notes.append(f"the head and the count tree were not rebuilt: {error}")
         for rewrite in found.rewrites:
             if not self._rewrite(board_id, rewrite):

@@ -9,6 +9,7 @@ from typing import Any
 
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
+from podium.errors import WriteRejected
 from podium.models import EMPTY_DATA_BYTES, Board, BoardPolicy, HeadItem, View
 
 # A transaction holds at most 100 actions: the records' marks and the count.
@@ -100,7 +101,7 @@ class Boards:
             return True
         if "ConditionalCheckFailed" in codes:
             return False  # applied before, or the board is gone: nothing to count
-        raise RuntimeError(f"the member count was not applied: {codes}")
+        raise WriteRejected("the member count was not applied", codes)
 
     def apply_member_counts(
         self,
@@ -123,7 +124,7 @@ class Boards:
                     break
                 applied = {n for n, code in enumerate(codes[:-1]) if code == "ConditionalCheckFailed"}
                 if not applied:
-                    raise RuntimeError(f"the member counts were not applied: {codes}")
+                    raise WriteRejected("the member counts were not applied", codes)
                 left = [change for n, change in enumerate(left) if n not in applied]
                 if not left:
                     break

@@ -12,6 +12,7 @@ from typing import Any
 from podium import numbers
 from podium.dal import schema
 from podium.dal.client import Tables, parse_timestamp
+from podium.errors import WriteRejected
 from podium.models import DEFAULT_ANNOUNCE_TOP, RankedEntry
 from podium.values import frozen
 
@@ -123,7 +124,7 @@ class Results:
     def announced_part(self, board_id: str, period: str, run: str, number: int) -> list[RankedEntry]:
         item = self.tables.get(schema.result_part_key(board_id, period, run, number), consistent=True)
         if item is None:
-            raise RuntimeError(f"part {number} of the results of {board_id} {period} is missing")
+            raise WriteRejected(f"part {number} of the results of {board_id} {period} is missing")
         return _entries(item["e"]["S"])
 
     def claim_announcement(self, announcement: Announcement, expires: int) -> bool:

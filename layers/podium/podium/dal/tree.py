@@ -37,6 +37,7 @@ from podium.counttree import (
 )
 from podium.dal import schema
 from podium.dal.client import Item, Tables
+from podium.errors import WriteRejected
 
 # What a split's transaction may be refused for, other than a mistake: a condition failed
 # (a writer came first), or another transaction held one of its items.
@@ -159,7 +160,7 @@ class CountTree:
             actions.append({"Put": action})
         codes = self.tables.transact(actions)
         if codes is not None and not set(codes) <= SPLIT_REFUSED:
-            raise RuntimeError(f"a split of the count tree of {board_id} failed: {codes}")
+            raise WriteRejected(f"a split of the count tree of {board_id} failed", codes)
         return codes is None
 
     def put_nodes(self, board_id: str, period: str, nodes: Sequence[Node], expires: int | None) -> None:

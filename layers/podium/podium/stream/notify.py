@@ -41,7 +41,7 @@ from typing import Any
 
 from podium import fanout, keys
 from podium.config import DEFAULT_FANOUT_CHUNK_SIZE
-from podium.errors import AlreadyApplied
+from podium.errors import AlreadyApplied, Contended
 from podium.indexreads import read_keys
 from podium.models import BoardSettings, LeaderState, Notification, Unknown
 from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
@@ -337,7 +337,7 @@ class Notifier:
             if not swapped:  # another shard's records moved the leader: judge it again
                 attempts += 1
                 if attempts >= MAX_ATTEMPTS:
-                    raise RuntimeError(f"the leader of {turn.board_id} kept changing under the notifier")
+                    raise Contended(f"the leader of {turn.board_id} kept changing under the notifier")
                 known = self.social.get_leader(turn.board_id, turn.period)
                 continue
             if pending:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from podium import fanout, keys, periods, telemetry, treebuild
 from podium import head as heads
 from podium.counttree import BELOW_EVERY_KEY, Change, Entry, Version
+from podium.errors import Contended
 from podium.keys import member_of_key
 from podium.models import BoardSettings
 from podium.periods import ALL_TIME
@@ -120,7 +121,7 @@ class RankUpkeep:
             ):
                 self._note_lag(changes)
                 return
-        raise RuntimeError(f"the head of {board_id} is contended: retrying the batch")
+        raise Contended(f"the head of {board_id} is contended: retrying the batch")
 
     def _note_lag(self, changes: Sequence[ScoreRecord]) -> None:
         """How long the head showed the board without the oldest of the changes it took."""
@@ -203,7 +204,7 @@ class RankUpkeep:
             found[: heads.LADDER_REACH + 1], member_of_key, current.version if current else 0
         )
         if not self.structures.put_head(board_id, period, heads.to_item(head), expires):
-            raise RuntimeError(f"the head of {board_id} changed during the rebuild")
+            raise Contended(f"the head of {board_id} changed during the rebuild")
         return len(nodes)
 
     def indexed_entries(self, board_id: str, period: str) -> dict[str, Entry]:
