@@ -28,9 +28,7 @@ from tests.helpers import expected_listing
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _board(
-    reset: str, created: datetime, retain: int = 12, through: str = NOTHING_ANNOUNCED
-) -> ResultsBoard:
+def _board(reset: str, created: datetime, retain: int = 12, through: str = NOTHING_ANNOUNCED) -> ResultsBoard:
     return ResultsBoard("b", reset, retain, created, 100, through)
 
 
