@@ -198,15 +198,15 @@ class FakeMembers:
 @given(
     st.lists(st.sampled_from([-1, 0, 10, 3000, 20_000, 64 * 1024 - 20]), min_size=1, max_size=1000),
     st.floats(0.0, 500.0),
-    st.one_of(st.none(), st.integers(0, 64 * 1024)),
+    st.integers(0, 64 * 1024),
 )
 def test_a_page_with_data_never_asks_for_more_than_its_budget_covers(
-    sizes: list[int], budget: float, slack: int | None
+    sizes: list[int], budget: float, slack: int
 ) -> None:
     # Given members whose profiles are of any size up to 64 KiB (or missing), in any order,
-    # on a board that records data at least as big as its largest (or records none)
+    # on a board that records data at least as big as its largest
     members = FakeMembers({f"m{n:04d}": size for n, size in enumerate(sizes)})
-    largest = None if slack is None else len(numbers.dumps({"blob": "x" * max(sizes)})) + slack
+    largest = len(numbers.dumps({"blob": "x" * max(sizes)})) + slack
     board = _board(largest)
     ranked = [RankedEntry(n + 1, f"m{n:04d}", Decimal(n)) for n in range(len(sizes))]
     service = ReadService(
@@ -235,7 +235,7 @@ def test_a_page_with_data_never_asks_for_more_than_its_budget_covers(
     assert sum(read) <= max(budget, profile_units(largest))
 
 
-def _board(largest_data: int | None) -> Board:
+def _board(largest_data: int) -> Board:
     created = datetime(2026, 11, 25, tzinfo=UTC)
     return Board("board", BoardSettings(), None, created, largest_data=largest_data)
 
@@ -256,7 +256,7 @@ def test_a_page_of_small_data_holds_the_whole_limit() -> None:
     assert len(page) == int(490.0 // 0.5) == 980
     assert [len(asked) for asked in members.asked] == [100] * 9 + [80]
 
-    # And on a board that does not record its largest data, far fewer: each read assumes
-    # profiles of 64 KiB
+    # And on a board that once held data of 64 KiB, far fewer: each read assumes profiles
+    # that big
     members.asked.clear()
-    assert len(service._with_data(_board(None), ranked, 490.0)) < 500
+    assert len(service._with_data(_board(64 * 1024), ranked, 490.0)) < 500

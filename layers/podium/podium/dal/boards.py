@@ -242,8 +242,6 @@ class DataSizes:
         size = len(text.encode("utf-8"))
         if size <= self._noted.get(board_id, EMPTY_DATA_BYTES):
             return
-        # A board made before it was kept records none, and keeps recording none: its
-        # older data may be bigger than any seen since.
         self.tables.update(
             schema.board_key(board_id),
             "SET largestData = :s",
