@@ -104,11 +104,6 @@ verify: setup ## Check a board's ranking index, head, count tree and counts agai
 	@test -n "$(BOARD)" || { echo "make verify needs BOARD=<boardId>" >&2; exit 2; }
 	$(PODIUM) verify $(BOARD) $(if $(PERIOD),--period $(PERIOD),) $(if $(REPAIR),--repair,) $(ARGS)
 
-.PHONY: rebuild
-rebuild: setup ## Build a board's count trees from its index and count its ranks from them (the upgrade step for boards made before them): make rebuild BOARD=images, or UNBUILT=1 for all of them; ARGS="--aws --stack-name podium" for a deployed stack; podium rebuild; docs/operations.md
-	@test -n "$(BOARD)$(UNBUILT)" || { echo "make rebuild needs BOARD=<boardId> or UNBUILT=1" >&2; exit 2; }
-	$(PODIUM) rebuild $(if $(BOARD),$(BOARD),--unbuilt) $(ARGS)
-
 ROLE ?= admin
 
 token: ## Print a token from the running `make run`'s issuer: make token ROLE=admin, or ROLE=player MEMBER=alice (podium token)

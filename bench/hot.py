@@ -259,8 +259,8 @@ def _counted(reads: KeyReads, board_id: str) -> dict[str, float]:
         "head": reads.of(board_pk, f"{schema.HEAD}{ALL_TIME}")
         + reads.starting(f"{schema.HEAD_COPY}{board_id}{schema.SEPARATOR}"),
         "root": root,
-        # the nodes below the root: under its key in a tree of the old layout, else spread
-        "treeBelowRoot": reads.of(tree) - root + reads.starting(f"{tree}{schema.SEPARATOR}"),
+        # the nodes below the root, spread over keys of their own
+        "treeBelowRoot": reads.starting(f"{tree}{schema.SEPARATOR}"),
         "scores": reads.starting(f"{schema.MEMBER}{board_id}{schema.SEPARATOR}"),
         "queries": sum(reads.queries.values()),
     }

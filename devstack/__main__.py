@@ -1,7 +1,6 @@
 """``python -m devstack``: run the whole stack in the foreground (``make run``), invoke
 one function with a sample event (the docker-less ``sam local invoke``), replay the
-stream records that failed every retry (``redrive``), check a board (``verify``), or
-build a board's count trees (``rebuild``)."""
+stream records that failed every retry (``redrive``), or check a board (``verify``)."""
 
 from __future__ import annotations
 
@@ -120,15 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     redrive_parser.add_argument("--table-prefix", default=argparse.SUPPRESS, help="the local stack's")
     redrive.add_arguments(redrive_parser)
-    from devstack import rebuild, verify  # a board's checker (``make verify``), its trees' build
+    from devstack import verify  # a board's checker (``make verify``)
 
     verify.add_parser(commands)
-    rebuild.add_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "verify":
         return verify.verify(args)
-    if args.command == "rebuild":
-        return rebuild.rebuild(args)
     if args.command == "redrive":
         return redrive.main(args)
     return invoke(args) if args.command == "invoke" else run(args)

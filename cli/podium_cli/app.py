@@ -1,8 +1,8 @@
 """``podium``: the command line of a Podium stack's operator.
 
-Every command but ``redrive``, ``verify``, ``rebuild`` and ``plan`` talks to the HTTP API
+Every command but ``redrive``, ``verify`` and ``plan`` talks to the HTTP API
 through the typed client (clients/python), as an admin (podium_cli.connection says where
-the URL and the token come from). Those three act on the table and the failure queue
+the URL and the token come from). Those two act on the table and the failure queue
 directly, as no route does what they do; ``plan`` is arithmetic. An error of the API, of
 the network or of a token is reported here, in one place, as one line on stderr.
 """
@@ -16,7 +16,7 @@ import typer
 from podium_cli import boards
 from podium_cli.exporting import export_command
 from podium_cli.importing import import_command
-from podium_cli.operations import rebuild_command, redrive_command, verify_command
+from podium_cli.operations import redrive_command, verify_command
 from podium_cli.output import errors
 from podium_cli.plan import plan_command
 from podium_cli.scores import scores_command
@@ -31,7 +31,6 @@ EXAMPLES = {
     "export": "podium export images --format jsonl -o images.jsonl",
     "token": "TOKEN=$(podium token --role player --member alice)",
     "verify": "podium verify images --repair",
-    "rebuild": "podium rebuild --unbuilt",
     "redrive": "podium redrive --dry-run",
     "plan": "podium plan --writes 5000 --reads 20000 --members 1000000 --k 100",
 }
@@ -64,7 +63,6 @@ app.command("token", short_help="Print a token: the local stack's, or Cognito's 
 app.command("verify", short_help="Check a board's index, head, count tree and counts; --repair [DynamoDB]")(
     verify_command
 )
-app.command("rebuild", short_help="Build a board's count trees from its index [DynamoDB]")(rebuild_command)
 app.command("redrive", short_help="Replay the stream records of the failure queue [SQS, Streams]")(
     redrive_command
 )

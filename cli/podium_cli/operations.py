@@ -1,7 +1,7 @@
-"""``podium redrive``, ``podium verify`` and ``podium rebuild``: the operator's commands
+"""``podium redrive`` and ``podium verify``: the operator's commands
 that act on the table and the failure queue directly, because no route of the API does
-what they do. Each runs the same code as ``python -m devstack redrive|verify|rebuild``
-(devstack/redrive.py, verify.py, rebuild.py), against the running ``make run`` by
+what they do. Each runs the same code as ``python -m devstack redrive|verify``
+(devstack/redrive.py, verify.py), against the running ``make run`` by
 default, or a deployed stack with ``--aws --stack-name NAME`` and your AWS credentials."""
 
 from __future__ import annotations
@@ -108,39 +108,6 @@ def verify_command(
                 repair=repair,
                 json=as_json,
                 wait=wait,
-                aws=aws,
-                stack_name=stack_name,
-                table=table,
-                table_prefix=table_prefix,
-            )
-        )
-    )
-
-
-def rebuild_command(
-    board: Annotated[str | None, typer.Argument(help="The board's id (or --unbuilt)")] = None,
-    unbuilt: Annotated[
-        bool,
-        typer.Option("--unbuilt", help="Every board whose count trees were never built (made before them)"),
-    ] = False,
-    aws: AwsFlag = False,
-    stack_name: StackNameOption = None,
-    table: TableOption = None,
-    table_prefix: TablePrefixOption = "",
-) -> None:
-    """Build a board's count trees from its ranking index and count its ranks from them
-    (the upgrade step for boards made before count trees). Writes the table directly
-    (DynamoDB), not through the API; expects a quiet board. docs/operations.md.
-
-    Example: podium rebuild --unbuilt --aws --stack-name podium
-    """
-    from devstack import rebuild
-
-    _exit(
-        rebuild.rebuild(
-            argparse.Namespace(
-                board=board,
-                unbuilt=unbuilt,
                 aws=aws,
                 stack_name=stack_name,
                 table=table,

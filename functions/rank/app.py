@@ -11,7 +11,7 @@ app = http.create_app()
 @app.get("/boards/<boardId>/members/<memberId>/rank")
 def rank(boardId: str, memberId: str) -> Response:
     params = http.query(app)
-    consistent = validation.query_bool(params, "consistent")  # count the index, not the buckets
+    consistent = validation.query_bool(params, "consistent")  # count the index, not the tree
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     who = http.authorize(app, Route.RANK, board_id)
     # Whether a member is hidden is told to admins only: to others it is as one not there.

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 PODIUM = Path(sys.executable).parent / "podium"
-COMMANDS = ("boards", "scores", "import", "export", "token", "verify", "rebuild", "redrive", "plan")
+COMMANDS = ("boards", "scores", "import", "export", "token", "verify", "redrive", "plan")
 TIMEOUT = 300
 WORKERS = 16
 

@@ -337,7 +337,7 @@ def settle(boards: Boards, members: dict[str, list[str]], ledgers: dict[tuple[st
 
 def checker_finds_nothing(stack: LocalStack, dynamodb_endpoint: str, *board_ids: str) -> None:
     """The consistency checker (``podium.consistency``) on each board, reading DynamoDB
-    Local directly, not through the proxy: the index, head, buckets and counts agree with
+    Local directly, not through the proxy: the index, head, count tree and counts agree with
     the items, once the stream has carried the last writes (the checker wants a quiet board)."""
 
     def consistent() -> None:

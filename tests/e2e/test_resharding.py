@@ -96,8 +96,8 @@ def table_settings(stack: LocalStack) -> Settings:
 def load_big_board(endpoint: str, prefix: str, scores: dict[str, Decimal]) -> None:
     """A bulk import of a 3-shard board: the tables made, their stream turned off, the
     board created and its members' profile and score items written as the service writes
-    them, its ``memberCount`` set and its head and count tree built from the index as
-    ``podium rebuild`` does; then the stream turned on again (a new, empty one, which the
+    them, its ``memberCount`` set and its head and count tree built from the index
+    (``Maintenance.rebuild_rank_structures``); then the stream turned on again (a new, empty one, which the
     stack's consumers read from when it starts)."""
     client = boto3.client("dynamodb", endpoint_url=endpoint)
     spec = template_module.read(prefix)
@@ -125,7 +125,7 @@ def load_big_board(endpoint: str, prefix: str, scores: dict[str, Decimal]) -> No
         UpdateExpression="SET memberCount = :n",
         ExpressionAttributeValues={":n": {"N": str(len(scores))}},
     )
-    services.maintenance.build_count_trees(BIG)
+    services.maintenance.rebuild_rank_structures(BIG)
     stream(client, table, enabled=True)
 
 

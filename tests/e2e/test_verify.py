@@ -1,7 +1,5 @@
 """`python -m devstack verify` (what `make verify` runs) against the running local stack,
-whose stream consumers carry a repair to the head, the count tree and the counts; and
-`python -m devstack rebuild` (`make rebuild`), which builds the trees of a board made
-before them."""
+whose stream consumers carry a repair to the head, the count tree and the counts."""
 
 from __future__ import annotations
 
@@ -50,9 +48,9 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
 
     settings = template_module.read(stack.table_prefix).settings()
 
-    def verify(*args: str, command: str = "verify") -> tuple[int, str]:
+    def verify(*args: str) -> tuple[int, str]:
         done = subprocess.run(
-            [sys.executable, "-m", "devstack", command, board, "--table-prefix", stack.table_prefix, *args],
+            [sys.executable, "-m", "devstack", "verify", board, "--table-prefix", stack.table_prefix, *args],
             cwd=ROOT,
             env={
                 **os.environ,
@@ -111,24 +109,14 @@ def test_verify_names_what_differs_on_the_running_stack_and_repairs_it(
     assert [e["memberId"] for e in top["entries"]] == ["v3", "v1", "v8"]
     assert requests.get(base, timeout=TIMEOUT).json()["memberCount"] == 9
 
-    # When the board is one made before count trees (no countTree on its item, no tree)
-    client.update_item(
-        TableName=settings.state_table,
-        Key={"pk": {"S": f"B#{board}"}, "sk": {"S": "BOARD"}},
-        UpdateExpression="REMOVE countTree",
-    )
+    # When the count tree's root is lost
     client.delete_item(TableName=settings.state_table, Key={"pk": {"S": f"T#{board}#all"}, "sk": {"S": "R"}})
 
-    # Then `verify` says its trees were never built
+    # Then `verify` names the tree, and its repair builds it again from the score items
     status, out = verify("--json")
     assert (status, named(json.loads(out))) == (1, [("tree", None)])
-
-    # When `rebuild` builds them
-    status, out = verify(command="rebuild")
-
-    # Then it says what it built, and the board is consistent again, counted from its tree
-    assert status == 0
-    assert out.strip() == f"board {board}: count trees built: all (1 node); its ranks are counted from them"
+    status, out = verify("--repair", "--json")
+    assert status == 0, out
     assert verify()[0] == 0
     assert requests.get(f"{base}/members/v1/rank", timeout=TIMEOUT).json()["rank"] == 2
 

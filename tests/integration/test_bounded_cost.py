@@ -307,11 +307,9 @@ def test_expired_notifications_and_snapshots_are_not_read(service: Services, met
 
 
 def test_the_domain_s_copies_of_store_constants_agree() -> None:
-    from podium import events, social
+    from podium import events
     from podium.dal import schema
-    from podium.stream import notify
 
     assert events.LOG_PARTITIONS == schema.EVENT_BUCKETS
-    assert social.INBOX_KEEP_SECONDS == notify.INBOX_TTL_SECONDS
     assert math.isclose(cost.units(4096), 0.5)
     assert math.isclose(cost.units(4097, consistent=True), 2.0)

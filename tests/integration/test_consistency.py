@@ -348,7 +348,7 @@ def member_count_off(board: Board, raw: Raw) -> None:
 
 
 def tree_entry_lost(board: Board, raw: Raw) -> None:
-    pks = schema.tree_pks(board.board_id, "all", schema.TREE_SPREAD)
+    pks = schema.tree_pks(board.board_id, "all")
     leaves = [item for pk in pks for item in raw.query(pk)]
     leaf = next(item for item in leaves if "m10" in item.get("e", {}).get("M", {}))
     raw.update(leaf["pk"]["S"], leaf["sk"]["S"], "REMOVE e.m10")

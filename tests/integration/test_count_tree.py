@@ -35,7 +35,7 @@ from podium.counttree import (
 )
 from podium.dal import schema
 from podium.dal.client import Tables
-from podium.dal.tree import CountTree, tree_item, tree_node_from_item
+from podium.dal.tree import CountTree, tree_node_from_item
 from podium.ports import TreeStore
 from podium.treekeeper import Tree, TreeKeeper
 from podium.treereads import TreeReader
@@ -58,9 +58,9 @@ def key(score: int, member: str) -> str:
 
 
 def stored_items(store: CountTree, board: str, period: str = "all") -> list[dict[str, Any]]:
-    """Every item under the tree's partition keys, in either layout (raw queries)."""
+    """Every item under the tree's partition keys (raw queries)."""
     items: list[dict[str, Any]] = []
-    for pk in schema.tree_pks(board, period, schema.TREE_SPREAD):
+    for pk in schema.tree_pks(board, period):
         request = {
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": pk}},
@@ -428,12 +428,11 @@ def test_a_tree_grown_with_splits_lies_under_many_partition_keys_and_counts_like
     for member, record in records:
         keeper.apply(Tree(board, "all"), record.change(member))
 
-    # Then the root stays at its fixed key and records the spread layout, every other node
-    # lies under the partition key its sort key hashes to, and the nodes take many of them
+    # Then the root stays at its fixed key, every other node lies under the partition key
+    # its sort key hashes to, and the nodes take many of them
     items = stored_items(tree_store, board)
     root = next(item for item in items if item["sk"]["S"] == schema.TREE_ROOT)
     assert root["pk"]["S"] == schema.tree_pk(board, "all")
-    assert root[schema.TREE_LAYOUT] == {"N": str(schema.TREE_SPREAD)}
     others = [item for item in items if item is not root]
     for item in others:
         part = zlib.crc32(item["sk"]["S"].encode()) % schema.TREE_SPREAD
@@ -450,33 +449,19 @@ def test_a_tree_grown_with_splits_lies_under_many_partition_keys_and_counts_like
 
 
 @small_nodes(4, 4)
-def test_a_tree_of_the_old_layout_counts_exactly_until_a_rebuild_spreads_it(tree_store: CountTree) -> None:
-    # Given a tree written before the spread layout: every node under one partition key,
-    # a root without a layout
+def test_a_reader_and_a_keeper_go_on_exactly_after_another_process_rebuilds_the_tree(
+    tree_store: CountTree,
+) -> None:
+    # Given a tree grown with splits, and a reader and a keeper that have read its shape
     draw = random.Random(16)
-    board = unique_id("single")
+    board = unique_id("rebuilt")
     records, newest = moves(120, draw)
-    first = {m: Entry(str(r.new), r.version) for m, r in records if r.version == (1, 1)}
-    old = [tree_item(board, "all", node, None, 1) for node in treebuild.build(first)]
-    tree_store.tables.batch_write([{"PutRequest": {"Item": item}} for item in old])
-    assert {item["pk"]["S"] for item in old} == {schema.tree_pk(board, "all")}
-
-    # When a consumer applies the later records to it, splitting its nodes
     keeper = TreeKeeper(tree_store)
     for member, record in records:
-        if record.version != (1, 1):
-            keeper.apply(Tree(board, "all"), record.change(member))
-
-    # Then the tree stays in its layout, and ranks count like a sorted list
-    items = stored_items(tree_store, board)
-    assert {item["pk"]["S"] for item in items} == {schema.tree_pk(board, "all")}
-    assert len(items) > len(old)
-    assert schema.TREE_LAYOUT not in next(item for item in items if item["sk"]["S"] == schema.TREE_ROOT)
-    assert_every_member_once_at_its_newest_key(stored_nodes(tree_store, board), newest)
+        keeper.apply(Tree(board, "all"), record.change(member))
     reader = TreeReader(tree_store)
     assert_counts_like(reader, board, newest, draw)
-    assert_counts_like(TreeReader(CountTree(tree_store.tables)), board, newest, draw)
-    assert_found_by_a_store_that_has_not_read_the_root(tree_store, board)
+    items = stored_items(tree_store, board)
 
     # When another process rebuilds it (a rebuild drops every node, then puts the build)
     rebuilder = CountTree(tree_store.tables)
@@ -489,12 +474,10 @@ def test_a_tree_of_the_old_layout_counts_exactly_until_a_rebuild_spreads_it(tree
     assert rebuilder.drop(board, "all") == len(items)
     rebuilder.put_nodes(board, "all", treebuild.build(entries, sv=1_000_000), None)
 
-    # Then the tree is spread, and the reader and the keeper that knew the old layout read
-    # and write the new one: their reads find nothing where they looked, and start again
-    # from the root
-    spread = stored_items(tree_store, board)
-    assert len({item["pk"]["S"] for item in spread}) > 10
-    assert [i["sk"]["S"] for i in spread if i["pk"]["S"] == schema.tree_pk(board, "all")] == [
+    # Then the reader and the keeper that knew the old shape read and write the new one:
+    # their reads find nothing where they looked, and start again from the root
+    rebuilt = stored_items(tree_store, board)
+    assert [i["sk"]["S"] for i in rebuilt if i["pk"]["S"] == schema.tree_pk(board, "all")] == [
         schema.TREE_ROOT
     ]
     assert_counts_like(reader, board, newest, draw)
@@ -510,7 +493,7 @@ def test_a_tree_of_the_old_layout_counts_exactly_until_a_rebuild_spreads_it(tree
 
 
 def assert_found_by_a_store_that_has_not_read_the_root(tree_store: CountTree, board: str) -> None:
-    """A store that has not seen the tree's root reads its layout from it first."""
+    """A store that has not seen the tree's root finds every node by its id alone."""
     nodes = [node for node in stored_nodes(tree_store, board) if not node.root]
     ids = [counttree.ident(node) for node in nodes]
     found = CountTree(tree_store.tables).read_nodes(board, "all", ids, consistent=True)

@@ -371,7 +371,7 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
     local_tables: Settings,
 ) -> None:
     # Given a board whose scores were written without a stream consumer (a bulk load),
-    # whose tree has an older shape (built with small nodes) and stale score buckets
+    # whose tree has an older shape (built with small nodes)
     board = unique_id("rebuilt")
     service.boards.put_board(board, board_request({"shards": 5, "tieBreak": "earliest", "order": "asc"}))
     rng = random.Random(11)
@@ -385,12 +385,6 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
     with small_nodes(3, 3):  # and each node written 50 times since
         old_shape = treebuild.build({m: Entry(str(k), v) for m, (k, v) in found.items()}, sv=50)
     store.tree.put_nodes(board, ALL_TIME, old_shape, None)
-    stale = {**schema.bucket_key(board, ALL_TIME, ""), "n": {"N": "7"}, "e": {"N": "1"}}
-    dynamodb_client.put_item(TableName=local_tables.state_table, Item=stale)
-    dynamodb_client.update_item(
-        TableName=local_tables.state_table, Key=schema.board_key(board), UpdateExpression="REMOVE countTree"
-    )
-    assert not service.boards.get_board(board).count_tree
 
     old = store.tree.all_nodes(board, ALL_TIME)
 
@@ -398,8 +392,7 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
     nodes = service.maintenance.rebuild_rank_structures(board)
 
     # Then the tree is the index's, in nodes of the usual size (none of the older shape is
-    # left), each entry at the version its score item has; the buckets are gone; the board
-    # (which never resets: one period) is counted from its tree; the head is the index's
+    # left), each entry at the version its score item has; the head is the index's
     listed = assert_tree_counts_the_index(store, board)
     assert len(listed) == 90
     versions = store.members.versions(board, sorted(scores), ALL_TIME, consistent=True)
@@ -412,19 +405,12 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
         for m, e in n.entries.items()
     }
     assert {m: (e.key, e.version) for m, e in held.items()} == versions
-    left = dynamodb_client.query(
-        TableName=local_tables.state_table,
-        KeyConditionExpression="pk = :pk AND begins_with(sk, :b)",
-        ExpressionAttributeValues={":pk": stale["pk"], ":b": {"S": schema.BUCKET}},
-    )
-    assert left["Items"] == []
     # and a report of a node of the old tree, still in flight, is refused by the new one
     # (every node starts above the old ones' state versions)
     root = next(n for n in store.tree.all_nodes(board, ALL_TIME) if n.root)
     assert isinstance(root, Inner)
     stale = {max(root.children): Count(0, max(n.sv for n in old))}
     assert store.tree.report(board, ALL_TIME, ROOT, root.level, stale)[0] is False
-    assert service.boards.get_board(board).count_tree
     assert service.reads.top(board, 100, None, False) == service.reads.top(
         board, 100, None, False, consistent=True
     )
@@ -443,43 +429,6 @@ def test_a_rebuild_from_the_index_gives_a_tree_with_the_score_items_versions_and
     assert_tree_counts_the_index(store, board)
     leaves = [n for n in store.tree.all_nodes(board, ALL_TIME) if isinstance(n, Leaf)]
     assert not any(leaf.tombstones for leaf in leaves)
-
-
-def test_building_a_board_made_before_count_trees_builds_every_readable_period(
-    store: Database, dynamodb_client: Any, local_tables: Settings, small_tree: None
-) -> None:
-    # Given a daily board keeping 2 past periods, made before count trees (no countTree on
-    # its item), with members on 4 days (the oldest no longer readable) and no tree kept
-    clock = TickingClock(datetime(2030, 5, 1, 9, 0, tzinfo=UTC), timedelta(milliseconds=1))
-    service = Services(store, clock=clock)
-    board = unique_id("old-daily")
-    service.boards.put_board(board, board_request({"shards": 3, "reset": "daily", "retainPeriods": 2}))
-    dynamodb_client.update_item(
-        TableName=local_tables.state_table, Key=schema.board_key(board), UpdateExpression="REMOVE countTree"
-    )
-    days = ["2030-05-01", "2030-05-02", "2030-05-03", "2030-05-04"]
-    for number, day in enumerate(days):
-        clock.moment = datetime.fromisoformat(day).replace(hour=9, tzinfo=UTC)
-        for index in range(12 + 5 * number):
-            member = f"o{index:02d}"
-            if number == 0 or index >= 12 + 5 * (number - 1):
-                service.members.put_member(board, member, member_request({}))
-            service.members.submit_score(board, member, Decimal((index * 7 + number) % 11))
-    assert not service.boards.get_board(board).count_tree
-    assert service.maintenance.unbuilt_boards().count(board) == 1
-
-    # When its trees are built
-    built = service.maintenance.build_count_trees(board)
-
-    # Then every period a read can ask for has a tree that counts like its index, the one
-    # past reach has none, and the board is counted from its trees now
-    assert sorted(built) == days[1:]
-    for day in days[1:]:
-        assert len(assert_tree_counts_the_index(store, board, day)) == 12 + 5 * days.index(day)
-        assert built[day] == len(store.tree.all_nodes(board, day))
-    assert store.tree.all_nodes(board, days[0]) == []
-    assert service.boards.get_board(board).count_tree
-    assert board not in service.maintenance.unbuilt_boards()
 
 
 # -- what it costs ------------------------------------------------------------------------

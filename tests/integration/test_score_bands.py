@@ -145,7 +145,7 @@ def test_bands_of_a_big_board_are_exact_and_ranked_from_the_count_tree(
     # Given a board of more than COUNT_INDEX_UP_TO members, which counts in its count tree
     board, scores = big_board
     read = service.reads._read(board, None)
-    assert not service.reads.counting.reads_index(read.board, read.total)
+    assert not service.reads.counting.reads_index(read.total)
     listing = model_listing(scores, {}, descending=True, earliest=False)
     held = [entry[2] for entry in listing]  # best first
 

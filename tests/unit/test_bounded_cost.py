@@ -82,8 +82,8 @@ def built_tree(keys: list[str]) -> RecordedTree:
     return tree
 
 
-def a_board(*, whole: bool = True) -> Board:
-    return Board("b", BoardSettings(), None, datetime(2026, 11, 25, tzinfo=UTC), count_tree=whole)
+def a_board() -> Board:
+    return Board("b", BoardSettings(), None, datetime(2026, 11, 25, tzinfo=UTC))
 
 
 keys_strategy = st.lists(
@@ -97,7 +97,6 @@ keys_strategy = st.lists(
     st.integers(1, 6),
     st.lists(st.text(alphabet="0123456789abz~", min_size=1, max_size=6), min_size=1, max_size=12),
     st.booleans(),
-    st.booleans(),
     st.sampled_from([0.0, 30.0, 1e9]),
     st.sampled_from([1, 16, 4096]),
     st.sampled_from([0, 2048]),
@@ -106,15 +105,14 @@ def test_counts_are_exact_whichever_way_they_are_taken(
     keys: list[str],
     shards: int,
     bounds: list[str],
-    whole: bool,
     consistent: bool,
     budget: float,
     block: int,
     small_board: int,
 ) -> None:
-    # Given a board's keys on some shards and its count tree (whole, or not built yet) of
-    # small nodes (several levels), blocks of any size (so either way may be the cheaper),
-    # any budget, and boards counted as small or not
+    # Given a board's keys on some shards and its count tree of small nodes (several
+    # levels), blocks of any size (so either way may be the cheaper), any budget, and
+    # boards counted as small or not
     keys.sort()
     bounds.sort()
     index = FakeIndex(keys, shards)
@@ -129,16 +127,14 @@ def test_counts_are_exact_whichever_way_they_are_taken(
         tree = built_tree(keys)
         counting = Counting(cast(Any, index), TreeReader(tree))
         counted = counting.below(
-            a_board(whole=whole), "all", partitions, bounds, len(keys), consistent=consistent, budget=budget
+            a_board(), "all", partitions, bounds, len(keys), consistent=consistent, budget=budget
         )
 
     # Then every count is the sorted list's, and what was read is billed
     assert counted.counts == [bisect_left(keys, bound) for bound in bounds]
     assert counted.units >= 0.5 * (len(index.queries) + len(tree.log))
-    # A tree that is not whole is never read; with consistent=true the tree is read strongly
-    # consistent, and the index itself is counted whenever the budget allows it
-    if not whole:
-        assert tree.reads == []
+    # With consistent=true the tree is read strongly consistent, and the index itself is
+    # counted whenever the budget allows it
     if consistent:
         assert all(tree.reads)
         if budget >= 1e9:
@@ -202,15 +198,15 @@ class FakeMembers:
 @given(
     st.lists(st.sampled_from([-1, 0, 10, 3000, 20_000, 64 * 1024 - 20]), min_size=1, max_size=1000),
     st.floats(0.0, 500.0),
-    st.one_of(st.none(), st.integers(0, 64 * 1024)),
+    st.integers(0, 64 * 1024),
 )
 def test_a_page_with_data_never_asks_for_more_than_its_budget_covers(
-    sizes: list[int], budget: float, slack: int | None
+    sizes: list[int], budget: float, slack: int
 ) -> None:
     # Given members whose profiles are of any size up to 64 KiB (or missing), in any order,
-    # on a board that records data at least as big as its largest (or records none)
+    # on a board that records data at least as big as its largest
     members = FakeMembers({f"m{n:04d}": size for n, size in enumerate(sizes)})
-    largest = None if slack is None else len(numbers.dumps({"blob": "x" * max(sizes)})) + slack
+    largest = len(numbers.dumps({"blob": "x" * max(sizes)})) + slack
     board = _board(largest)
     ranked = [RankedEntry(n + 1, f"m{n:04d}", Decimal(n)) for n in range(len(sizes))]
     service = ReadService(
@@ -239,7 +235,7 @@ def test_a_page_with_data_never_asks_for_more_than_its_budget_covers(
     assert sum(read) <= max(budget, profile_units(largest))
 
 
-def _board(largest_data: int | None) -> Board:
+def _board(largest_data: int) -> Board:
     created = datetime(2026, 11, 25, tzinfo=UTC)
     return Board("board", BoardSettings(), None, created, largest_data=largest_data)
 
@@ -260,7 +256,7 @@ def test_a_page_of_small_data_holds_the_whole_limit() -> None:
     assert len(page) == int(490.0 // 0.5) == 980
     assert [len(asked) for asked in members.asked] == [100] * 9 + [80]
 
-    # And on a board that does not record its largest data, far fewer: each read assumes
-    # profiles of 64 KiB
+    # And on a board that once held data of 64 KiB, far fewer: each read assumes profiles
+    # that big
     members.asked.clear()
-    assert len(service._with_data(_board(None), ranked, 490.0)) < 500
+    assert len(service._with_data(_board(64 * 1024), ranked, 490.0)) < 500

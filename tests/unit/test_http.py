@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import Any
 
 import pytest
 
-from podium import http
-from podium.errors import NotFound, Throttled
+from podium import http, retry
+from podium.errors import Contended, NotFound, Throttled, WriteRejected
 
 app = http.create_app()
 seen: dict[str, Any] = {}
@@ -33,6 +34,10 @@ def put_member(boardId: str, memberId: str) -> http.Response:
         raise RuntimeError("a bug")
     if seen["board"] == "throttled":
         raise Throttled("the database is throttling requests; retry after a short wait")
+    if seen["board"] == "contended":
+        raise retry.contended("member m")
+    if seen["board"] == "rejected":
+        raise WriteRejected("the score of m was not written", ["None", "ValidationError"])
     return http.json_response(200, {"ok": True})
 
 
@@ -134,6 +139,75 @@ def test_throttled_is_a_429_with_retry_after() -> None:
     assert result["statusCode"] == 429
     assert json.loads(result["body"])["code"] == "Throttled"
     assert result["multiValueHeaders"]["Retry-After"] == ["1"]
+
+
+def test_contended_is_a_429_throttled_with_retry_after_and_says_what_was_contended() -> None:
+    # When other writers kept winning until the request's attempts ran out
+    result = app.resolve(proxy_event("PUT", "/boards/contended/members/m"), None)
+
+    # Then the answer is 429 Throttled, with Retry-After in whole seconds, naming the item
+    assert result["statusCode"] == 429
+    body = json.loads(result["body"])
+    assert body["code"] == "Throttled"
+    assert body["message"].startswith("member m is being changed by more writers at once")
+    assert result["multiValueHeaders"]["Retry-After"] == [str(retry.RETRY_AFTER_SECONDS)]
+
+
+def test_a_rejected_write_is_a_500_that_says_what_was_rejected_and_logs_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # When the database cancelled a transaction for a reason the code does not expect
+    with caplog.at_level(logging.ERROR):
+        result = app.resolve(proxy_event("PUT", "/boards/rejected/members/m"), None)
+
+    # Then the answer is 500 InternalError naming what was rejected, without the database's
+    # codes or a stack trace, and no Retry-After; the log has the codes
+    assert result["statusCode"] == 500
+    assert json.loads(result["body"]) == {
+        "code": "InternalError",
+        "message": "the score of m was not written",
+    }
+    assert "Retry-After" not in result["multiValueHeaders"]
+    assert "['None', 'ValidationError']" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code", "retry_after"),
+    [
+        (Contended("the head of b is contended: retrying the batch"), 429, "Throttled", ["1"]),
+        (retry.contended("the rivals list of m"), 429, "Throttled", ["1"]),
+        (
+            Contended("the count tree of b kept changing under a read; retry in 3 s", 3),
+            429,
+            "Throttled",
+            ["3"],
+        ),
+        (WriteRejected("the leader was not recorded", ["None"]), 500, "InternalError", None),
+        (WriteRejected("part 2 of the results of b 2026-W47 is missing"), 500, "InternalError", None),
+    ],
+)
+def test_the_two_typed_errors_map_to_their_status_code_and_retry_after(
+    error: Exception, status: int, code: str, retry_after: list[str] | None
+) -> None:
+    # When the one place that turns errors into answers is handed either typed error
+    response = http.answer_error(error)
+
+    # Then its status and code are the error's, with Retry-After on a 429 only, and the
+    # message is the error's own (a WriteRejected's reasons stay out of it)
+    assert response.status_code == status
+    assert json.loads(str(response.body)) == {"code": code, "message": getattr(error, "message", None)}
+    assert response.headers.get("Retry-After") == (retry_after[0] if retry_after else None)
+
+
+def test_a_write_rejected_says_its_reasons_where_it_is_logged() -> None:
+    assert str(WriteRejected("the rivals list was not written", ["None", "TransactionConflict"])) == (
+        "the rivals list was not written: ['None', 'TransactionConflict']"
+    )
+    assert (
+        str(WriteRejected("part 1 of the results of b d is missing"))
+        == "part 1 of the results of b d is missing"
+    )
+    assert isinstance(retry.contended("member m"), Contended)
 
 
 # -- admission: the edge's first cut, where no edge authorizer ran ------------------------------

@@ -295,13 +295,6 @@ def test_inner_counts_ranges_and_unreached_nodes_are_checked() -> None:
     assert details([]) == ["the count tree has no root, and 9 members are ranked"]
 
 
-def test_a_board_whose_trees_were_never_built_is_named_once_and_built_whole() -> None:
-    found = inspect(replace(consistent(), tree=[], count_tree=False))
-    assert [(str(d.kind), d.member_id) for d in found.differences] == [("tree", None)]
-    assert "never built" in found.differences[0].detail
-    assert found.build_trees
-
-
 def test_counts_are_judged_as_stored_negative_ones_too() -> None:
     found = inspect(replace(consistent(), member_count=-1, period_count=None))
     assert [d.detail for d in found.differences] == [

@@ -20,7 +20,6 @@ from podium.results import (
     closed_message,
     due_periods,
     result_notification,
-    start_of_announcing,
     within_cut,
 )
 from podium.validation import board_request
@@ -29,9 +28,7 @@ from tests.helpers import expected_listing
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _board(
-    reset: str, created: datetime, retain: int = 12, through: str | None = NOTHING_ANNOUNCED
-) -> ResultsBoard:
+def _board(reset: str, created: datetime, retain: int = 12, through: str = NOTHING_ANNOUNCED) -> ResultsBoard:
     return ResultsBoard("b", reset, retain, created, 100, through)
 
 
@@ -94,19 +91,6 @@ def test_a_board_created_mid_week_announces_that_week_and_not_the_one_before() -
     later = monday + timedelta(weeks=3, hours=1)
     assert due_periods(board, later) == ["2026-W48", "2026-W49", "2026-W50", "2026-W51"]
     assert due_periods(_board("weekly", created, through="2026-W49"), later) == ["2026-W50", "2026-W51"]
-
-
-def test_a_board_made_before_announcing_began_starts_after_the_last_ended_period() -> None:
-    # Given a board made long before the job was deployed (no announcedThrough yet)
-    old = _board("daily", datetime(2026, 1, 1, tzinfo=UTC), through=None)
-    now = datetime(2026, 11, 25, 9, tzinfo=UTC)
-    # Then nothing is due until the job has set where it starts: after yesterday
-    assert due_periods(old, now) == []
-    start = start_of_announcing(old, now)
-    assert start == "2026-11-24"
-    started = _board("daily", old.created_at, through=start)
-    assert due_periods(started, now) == []
-    assert due_periods(started, datetime(2026, 11, 26, 0, 5, tzinfo=UTC)) == ["2026-11-25"]
 
 
 def _listing(scores: dict[str, Decimal]) -> list[RankedEntry]:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from podium.errors import Contended, WriteRejected
 from podium.stream.entrypoint import BatchFailed, stream_entrypoint
 from podium.stream.records import REPLAY
 
@@ -38,6 +39,24 @@ def test_the_records_that_raise_are_reported_and_the_others_applied() -> None:
     # Then the others were applied and the two failures reported by sequence number
     assert applied == ["e1", "e3", "e5"]
     assert answer == {"batchItemFailures": [{"itemIdentifier": "00002"}, {"itemIdentifier": "00004"}]}
+
+
+def test_a_contended_or_rejected_record_is_a_failed_record_the_stream_delivers_again() -> None:
+    # Given a consumer whose optimistic attempts run out on e1 and whose write is rejected
+    # on e3
+    def apply(record: dict[str, Any]) -> None:
+        if record["eventID"] == "e1":
+            raise Contended("the head of b is contended: retrying the batch")
+        if record["eventID"] == "e3":
+            raise WriteRejected("the leader was not recorded", ["None"])
+
+    handler = stream_entrypoint(apply, metric="Test")
+
+    # When a batch of three arrives
+    answer = handler({"Records": [_record(n) for n in range(1, 4)]}, Context())
+
+    # Then both are reported as failed records, not as the batch's failure
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "00001"}, {"itemIdentifier": "00003"}]}
 
 
 def test_a_batch_whose_every_record_fails_raises_so_lambda_retries_it() -> None:

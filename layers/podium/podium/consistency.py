@@ -15,8 +15,7 @@ stream derives from it follows:
    (conditional on the keys read).
 2. What the stream derives, rebuilt from what it derives it from, as it is now: the head
    and the period's count tree from the sort keys and versions the period's score items
-   carry (``Maintenance.rebuild_rank_structures``; a board whose trees were never built
-   gets every period's, ``Maintenance.build_count_trees``), ``memberCount`` and the
+   carry (``Maintenance.rebuild_rank_structures``), ``memberCount`` and the
    period's count set to the count of the items (each conditional on the value read).
 3. Score items written again as the truth says (conditional on their version, with a new
    one, so a submission that read the old item retries), orphan score items deleted,
@@ -38,7 +37,7 @@ from typing import Any
 
 from podium import fanout, keys, periods
 from podium.boards import BoardService, to_microseconds
-from podium.errors import VersionConflict
+from podium.errors import Contended, VersionConflict, WriteRejected
 from podium.inspection import BoardState, Difference, Findings, Kind, Rewrite, inspect
 from podium.maintenance import Maintenance
 from podium.members import MemberService
@@ -138,7 +137,6 @@ class Checker:
         member_count, period_count = self.audit.stored_counts(
             board_id, None if period == ALL_TIME else period
         )
-        board = self.boards.boards.get_board(board_id, consistent=True)
         return BoardState(
             board_id=board_id,
             settings=settings,
@@ -150,7 +148,6 @@ class Checker:
             head=self.structures.get_head(board_id, period, consistent=True),
             head_copies=tuple(self.structures.get_head_copies(board_id, period)),
             tree=self.tree.all_nodes(board_id, period),
-            count_tree=board is not None and board.count_tree,
         )
 
     def _after_stream(self, board_id: str, period: str, after: Findings) -> Findings:
@@ -172,12 +169,10 @@ class Checker:
                 notes.append(f"item {entry.pk} / {entry.sk} changed while its index keys were removed")
         self._repair_counts(board_id, period, found, notes)
         try:
-            if found.build_trees:
-                self.maintenance.build_count_trees(board_id)
-            elif found.ranked is not None:
+            if found.ranked is not None:
                 requested = None if period == ALL_TIME else period
                 self.maintenance.rebuild_rank_structures(board_id, requested, found.ranked)
-        except RuntimeError as error:
+        except (Contended, WriteRejected, RuntimeError) as error:  # RuntimeError: HeadCopiesBehind
             notes.append(f"the head and the count tree were not rebuilt: {error}")
         for rewrite in found.rewrites:
             if not self._rewrite(board_id, rewrite):

@@ -1,13 +1,13 @@
 """The count tree: exact ranks at a cost flat in board size and shard count
 (docs/count-tree.md).
 
-A rank counted from the score buckets ends with a query on every shard, so it costs more
-with every shard; counted from the index it costs more with every member above. The count
-tree holds the members' sort keys centrally instead, per board and period, in a B-tree of
-small items: *leaves* hold the members of a key range ``[lo, hi)`` with their keys,
-*inner nodes* the counts of their children as last reported. A count of the members
-below a key is then the counts on the path from the root to the key's leaf, plus the
-leaf's keys below it: one read of a few items, whatever the board's size.
+A rank counted from the index costs more with every member above, and a query on every
+shard besides. The count tree holds the members' sort keys centrally instead, per board
+and period, in a B-tree of small items: *leaves* hold the members of a key range
+``[lo, hi)`` with their keys, *inner nodes* the counts of their children as last reported. A
+count of the members below a key is then the counts on the path from the root to the
+key's leaf, plus the leaf's keys below it: one read of a few items, whatever the board's
+size.
 
 **Versions instead of marks.** A member's entry carries the version ``(ci, v)`` of the
 score item that put it there (``v`` one more on every write of the item, ``ci`` the time

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class PodiumError(Exception):
     status = 500
@@ -61,6 +63,31 @@ class Throttled(PodiumError):
     def __init__(self, message: str, retry_after: int = 1) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Contended(Throttled):
+    """Optimistic attempts ran out: other writers kept changing what an attempt read (a
+    member's items, a rivals list, a board's head, a node of a count tree) between its read
+    and its conditional write, or a read kept seeing it change. Nothing was changed. A
+    request answers 429 ``Throttled`` with ``Retry-After``, to be sent again shortly
+    (``retry.contended`` words it); a stream consumer fails the record, and the stream
+    delivers it again."""
+
+
+class WriteRejected(PodiumError):
+    """A write did not take effect for a reason the code does not expect: a transaction
+    cancelled for a reason none of its conditions explains, or an item that an earlier
+    write must have left is not there. ``message`` says what was rejected (a request
+    answers it, 500 ``InternalError``); ``reasons`` (DynamoDB's cancellation codes) go to
+    the log only, with the message. A stream consumer fails the record, and the stream
+    delivers it again."""
+
+    def __init__(self, message: str, reasons: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.reasons = tuple(reasons)
+
+    def __str__(self) -> str:
+        return f"{self.message}: {list(self.reasons)}" if self.reasons else self.message
 
 
 class RateLimited(PodiumError):

@@ -109,11 +109,6 @@ class ProxyEvent:
         return dict(self.raw_event.get("queryStringParameters") or {})
 
     @property
-    def path_parameters(self) -> dict[str, str]:
-        """As API Gateway sends them; a route's keyword arguments come from ``path``."""
-        return dict(self.raw_event.get("pathParameters") or {})
-
-    @property
     def authorizer(self) -> dict[str, Any] | None:
         """What the edge authorizer answered about the caller (``requestContext.authorizer``)."""
         found = (self.raw_event.get("requestContext") or {}).get("authorizer")

@@ -135,13 +135,12 @@ class Counting:
         self.tree = tree
 
     @staticmethod
-    def reads_index(board: Board, total: int) -> bool:
-        """Whether a count reads the index rather than the tree: on a board
-        whose tree is not whole (made before trees and not built yet), and on a small board
+    def reads_index(total: int) -> bool:
+        """Whether a count reads the index rather than the tree: on a small board
         (``COUNT_INDEX_UP_TO``), whose every entry read once costs little (at most about 75
         RCU, 2,048 entries on 100 shards) and shows a write at once, where the tree shows it
         once the stream has applied it."""
-        return not board.count_tree or total <= COUNT_INDEX_UP_TO
+        return total <= COUNT_INDEX_UP_TO
 
     def below(
         self,
@@ -160,7 +159,7 @@ class Counting:
         - **the index from the top**: every entry up to the greatest bound, once, on every
           shard (a COUNT for one bound; the keys, counted against each bound, for several).
           It shows a write at once, and costs at least half a unit a shard. Small boards
-          are counted so (``reads_index``), and every board whose tree is not whole.
+          are counted so (``reads_index``).
         - **the count tree**: the nodes on the paths from its root to the bounds' leaves, in
           one BatchGetItem (``podium.treereads``): a few items a bound, fewer for many
           bounds (the paths share their upper levels), whatever the board's size and shard
@@ -176,7 +175,7 @@ class Counting:
         cost the same) when the index is counted, and keeps them (``Counted.seen``)."""
         shards = len(partitions)
         entry = cost.entry_bytes(board.board_id, period, partitions[0], bounds)
-        if self.reads_index(board, total):
+        if self.reads_index(total):
             return self.from_top(partitions, bounds, entry, keep=keep)
         budget = cost.READ_BOUND if budget is None else budget
         if consistent and cost.spread_units(total, shards, entry) <= budget:
@@ -251,7 +250,7 @@ def listing_near(
             position, after = bisect_left(listing, key), bisect_right(listing, key)
             return Near(position, Seen(None, listing[:position]), listing[after : after + 2 * radius + 1])
     index = counting.index
-    if counting.reads_index(board, total):
+    if counting.reads_index(total):
         counted, below = fanout.together(
             lambda: counting.below(board, period, partitions, [key], total, keep=True),
             lambda: nearest(index, partitions, key, 2 * radius, above=False),

@@ -17,8 +17,7 @@ difference is named where it is and repairing it cannot be undone by the stream:
   is complete); the tree's leaves hold exactly those members, each once, at its key, in
   the leaf whose range holds it, and every inner node counts what its children hold,
   over ranges that cover the keys once (``_tree``). The head's ladder is a hint that is
-  allowed to drift (``podium.head``), and is not checked. A board made before count trees
-  whose trees were never built is named once, not member by member.
+  allowed to drift (``podium.head``), and is not checked.
 - **memberCount** against the profiles that are not hidden (one being deleted still
   counts, until its profile goes); **a period's count** (time-windowed boards) against the
   period's score items not marked hidden.
@@ -89,7 +88,6 @@ class BoardState:
     head: HeadItem | None
     tree: list[Node]  # every node of the period's count tree
     head_copies: tuple[HeadItem | None, ...] = ()  # the head's copies (podium.dal.structures)
-    count_tree: bool = True  # the board's trees were built (Board.count_tree)
 
 
 @frozen
@@ -112,7 +110,6 @@ class Findings:
     # What the head and the tree are rebuilt from, when they differ: each ranked member's
     # key and version, as its score item holds them.
     ranked: dict[str, Entry] | None = None
-    build_trees: bool = False  # the board's trees were never built: build every period's
     counts: dict[str, int] = field(default_factory=dict)  # what the board holds, for the report
 
     def add(self, kind: Kind, detail: str, member_id: str | None = None) -> None:
@@ -382,14 +379,6 @@ def _tree(
 ) -> bool:
     """The count tree against the keys the period's score items carry, member by member,
     and its nodes against each other (``_shape``)."""
-    if not state.count_tree:
-        found.add(
-            Kind.TREE,
-            "the board was made before count trees, and its trees were never built "
-            "(`make rebuild`): its ranks are not counted from them",
-        )
-        found.build_trees = True
-        return False
     ranked = {s.member_id: s.sort_key for s in period_scores.values() if s.sort_key is not None}
     nodes = {ident(node): node for node in state.tree}
     if ROOT not in nodes:

@@ -127,8 +127,7 @@ class Board:
     dropped_events: int = 0
     period: str | None = None  # a time-windowed board's current period, as the domain read it
     policy: BoardPolicy = field(default_factory=BoardPolicy)
-    largest_data: int | None = EMPTY_DATA_BYTES  # bytes of its largest data (None: not kept)
-    count_tree: bool = True  # its count tree is whole (False: made before trees, not built yet)
+    largest_data: int = EMPTY_DATA_BYTES  # bytes of its largest data
     reshard: Reshard | None = None  # a move to another shard count, on or just ended
 
     def to_json(self) -> dict[str, Any]:

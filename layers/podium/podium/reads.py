@@ -38,10 +38,10 @@ PROFILE_FIXED_BYTES = 128
 PROFILE_OVERHEAD_BYTES = 1024  # a profile item besides its data, at most (keys, dates)
 
 
-def profile_units(largest_data: int | None) -> float:
+def profile_units(largest_data: int) -> float:
     """What reading one profile can cost at most, on a board whose largest data is
-    ``largest_data`` bytes (None: not known, as big as data can be)."""
-    data = MAX_DATA_BYTES if largest_data is None else min(largest_data, MAX_DATA_BYTES)
+    ``largest_data`` bytes."""
+    data = min(largest_data, MAX_DATA_BYTES)
     return cost.units(data + PROFILE_OVERHEAD_BYTES)
 
 

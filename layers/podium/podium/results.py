@@ -88,10 +88,7 @@ class RunReport:
 def due_periods(board: ResultsBoard, now: datetime, grace: timedelta = GRACE) -> list[str]:
     """The board's periods to announce, oldest first: those that ended at least ``grace``
     ago, are still readable (``retainPeriods``), ended after the board was created, and come
-    after the last one announced. None for a board made before announcing began, until the
-    job has set where it starts (``start_of_announcing``)."""
-    if board.announced_through is None:
-        return []
+    after the last one announced."""
     current = periods.period_of(board.reset, now)
     due = []
     for back in range(board.retain_periods, 0, -1):
@@ -101,12 +98,6 @@ def due_periods(board: ResultsBoard, now: datetime, grace: timedelta = GRACE) ->
             continue
         due.append(period)
     return due
-
-
-def start_of_announcing(board: ResultsBoard, now: datetime) -> str:
-    """Where a board made before announcing began starts: after the last period that has
-    ended, so a deploy announces no period that had ended before it."""
-    return periods.shift(board.reset, periods.period_of(board.reset, now), -1)
 
 
 def within_cut(entries: list[RankedEntry], announce_top: int) -> list[RankedEntry]:
@@ -173,9 +164,6 @@ class PeriodResults:
         for boards in self._boards():
             for board in boards:
                 try:
-                    if board.announced_through is None:
-                        self.db.results.start_announcing(board.board_id, start_of_announcing(board, now))
-                        continue
                     for period in due_periods(board, now):
                         if not self.announce_period(board, period, now, report):
                             report.waiting.append(f"{board.board_id} {period}")

@@ -4,7 +4,7 @@ to a cap) and tries again, for as long as the time budget lasts (``CONTENTION_BU
 not for a number of attempts: under N concurrent writers to one item each round lets one
 through, so a writer's wait grows with N, and a budget in time lets tens of writers on one
 member all land where a count ran out. A caller whose attempts run out answers 429
-``Throttled`` (``contended``)."""
+``Throttled`` (``contended``: a ``Contended``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 
 from podium.config import CONTENTION_BUDGET_SECONDS
-from podium.errors import Throttled
+from podium.errors import Contended
 
 FIRST_BACKOFF_SECONDS = 0.002
 # Short enough that a writer that keeps losing keeps trying often (a long wait lets the
@@ -45,9 +45,9 @@ def backoff(attempt: int) -> float:
     return random.uniform(0, min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** min(attempt, 16)))
 
 
-def contended(what: str) -> Throttled:
+def contended(what: str) -> Contended:
     """What a request answers when its attempts ran out: 429, to be sent again shortly."""
-    return Throttled(
+    return Contended(
         f"{what} is being changed by more writers at once than it can take within "
         f"{CONTENTION_BUDGET_SECONDS:g} s; retry in {RETRY_AFTER_SECONDS} s",
         retry_after=RETRY_AFTER_SECONDS,

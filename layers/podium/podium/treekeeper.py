@@ -61,6 +61,7 @@ from podium.counttree import (
     sweeping_write,
     withdraw,
 )
+from podium.errors import Contended
 from podium.treereports import (
     MAX_ATTEMPTS,
     Gather,
@@ -101,7 +102,7 @@ class TreeKeeper(TreeWalker):
                 return
             except ShapeChanged:  # the paths of the record, then all if that was not it
                 self.shape(tree).forget(change.touched() if attempt == 0 else None)
-        raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the record")
+        raise Contended(f"the count tree of {tree.board_id} keeps changing shape: retrying the record")
 
     def apply_batch(self, tree: Tree, changes: Sequence[Change]) -> set[int]:
         """Apply a batch of records from the stream, in its order, to their leaves, then
@@ -264,7 +265,7 @@ class TreeKeeper(TreeWalker):
                 return self._write(tree, change, None)
             except ShapeChanged:
                 self.shape(tree).forget(change.touched() if attempt == 0 else None)
-        raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the record")
+        raise Contended(f"the count tree of {tree.board_id} keeps changing shape: retrying the record")
 
     def _write(self, tree: Tree, change: Change, newest: Newest | None) -> dict[NodeId, Pending]:
         """A record's leaf writes (and the splits they call for); the nodes whose state goes
@@ -351,7 +352,7 @@ class TreeKeeper(TreeWalker):
             if done:
                 after = self._checked(found, keys)
                 return after, after.total != leaf.total, full or not outcome.in_order
-        raise RuntimeError(f"a leaf of the count tree of {tree.board_id} is too busy: retrying the record")
+        raise Contended(f"a leaf of the count tree of {tree.board_id} is too busy: retrying the record")
 
     @staticmethod
     def _checked(found: Node | None, keys: list[str]) -> Leaf:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from podium import retry
 from podium.counttree import BELOW_EVERY_KEY, ROOT, Leaf, Node, NodeId, node_bytes
+from podium.errors import Contended
 from podium.ports import TreeStore
 from podium.recent import Recent
 from podium.treepaths import Shape, count_below, walk
@@ -110,7 +112,8 @@ class TreeReader:
                 return found
             # read at different moments, across a split: read again from the root, consistently
             nodes, wanted, consistent = {}, disagree, True
-        raise RuntimeError(f"the count tree of {board_id} kept changing under a read")
+        after = retry.RETRY_AFTER_SECONDS
+        raise Contended(f"the count tree of {board_id} kept changing under a read; retry in {after} s", after)
 
     def _descend(
         self,

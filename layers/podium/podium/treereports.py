@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from podium.counttree import ROOT, Count, Inner, Node, NodeId, child_for, holds
+from podium.errors import Contended
 from podium.ports import TreeStore
 from podium.treepaths import Shape
 from podium.values import frozen
@@ -99,7 +100,7 @@ class TreeWalker:
                 return
             except ShapeChanged:
                 self.shape(tree).forget()
-        raise RuntimeError(f"the count tree of {tree.board_id} keeps changing shape: retrying the batch")
+        raise Contended(f"the count tree of {tree.board_id} keeps changing shape: retrying the batch")
 
     def _report(self, tree: Tree, pending: dict[NodeId, Pending]) -> None:
         """Report the pending nodes, a level at a time from the lowest, those of one parent

@@ -9,6 +9,7 @@ from typing import Any
 
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
+from podium.errors import WriteRejected
 from podium.models import EMPTY_DATA_BYTES, Board, BoardPolicy, HeadItem, View
 
 # A transaction holds at most 100 actions: the records' marks and the count.
@@ -60,16 +61,6 @@ class Boards:
             ExpressionAttributeValues=values,
         )
 
-    def mark_count_tree(self, board_id: str) -> None:
-        """Say that the board's count tree is whole (``countTree``: every readable period
-        built, and kept by the stream since), so that ranks may be counted from it."""
-        self.tables.update(
-            schema.board_key(board_id),
-            "SET countTree = :yes",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues={":yes": {"BOOL": True}},
-        )
-
     def list_boards(self, limit: int, after: str | None) -> tuple[list[Board], str | None]:
         """A page of boards in id order, and the id to continue after (None at the end)."""
         ids, last = self.list_board_ids(limit, after)
@@ -110,7 +101,7 @@ class Boards:
             return True
         if "ConditionalCheckFailed" in codes:
             return False  # applied before, or the board is gone: nothing to count
-        raise RuntimeError(f"the member count was not applied: {codes}")
+        raise WriteRejected("the member count was not applied", codes)
 
     def apply_member_counts(
         self,
@@ -133,7 +124,7 @@ class Boards:
                     break
                 applied = {n for n, code in enumerate(codes[:-1]) if code == "ConditionalCheckFailed"}
                 if not applied:
-                    raise RuntimeError(f"the member counts were not applied: {codes}")
+                    raise WriteRejected("the member counts were not applied", codes)
                 left = [change for n, change in enumerate(left) if n not in applied]
                 if not left:
                     break
@@ -251,8 +242,6 @@ class DataSizes:
         size = len(text.encode("utf-8"))
         if size <= self._noted.get(board_id, EMPTY_DATA_BYTES):
             return
-        # A board made before it was kept records none, and keeps recording none: its
-        # older data may be bigger than any seen since.
         self.tables.update(
             schema.board_key(board_id),
             "SET largestData = :s",

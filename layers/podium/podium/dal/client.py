@@ -24,6 +24,7 @@ from podium.errors import (
     ItemMissing,
     Throttled,
     VersionConflict,
+    WriteRejected,
     WriteUnconfirmed,
 )
 from podium.models import index_of_partition
@@ -378,7 +379,7 @@ class Tables:
         actions += [{"Put": {"Item": item}} for item in also or []]
         codes = self.transact(actions)
         if codes is not None and "ConditionalCheckFailed" not in codes:
-            raise RuntimeError(f"the transaction was cancelled: {codes}")
+            raise WriteRejected("the transaction was cancelled", codes)
         return codes is None
 
     def mark_put(self, mark: str) -> dict[str, Any]:

@@ -46,10 +46,7 @@ def board_item(board: Board) -> Item:
         "createdAt": {"S": timestamp(board.created_at)},
         "memberCount": {"N": "0"},
     }
-    if board.largest_data is not None:
-        item["largestData"] = {"N": str(board.largest_data)}
-    if board.count_tree:
-        item["countTree"] = {"BOOL": True}
+    item["largestData"] = {"N": str(board.largest_data)}
     if board.title is not None:
         item["title"] = {"S": board.title}
     if s.reset != "never":  # every period from its first on is announced (podium.results)
@@ -107,8 +104,7 @@ def board_from_item(board_id: str, item: Item) -> Board:
         member_count=max(0, int(values.get("memberCount", 0))),
         dropped_events=int(values.get("droppedEvents", 0)),
         policy=policy_from_values(values),
-        largest_data=int(values["largestData"]) if "largestData" in values else None,
-        count_tree=bool(values.get("countTree", False)),
+        largest_data=int(values["largestData"]),
         reshard=reshard_from_values(values),
     )
 

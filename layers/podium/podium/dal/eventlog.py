@@ -13,7 +13,7 @@ from typing import Any
 from podium import fanout
 from podium.dal import codecs, schema
 from podium.dal.client import Tables
-from podium.errors import Conflict
+from podium.errors import Conflict, WriteRejected
 from podium.models import EventPage
 
 TRANSACTION_ACTIONS = 100
@@ -36,7 +36,7 @@ class EventLog:
         no read). A request's pages are at most 100: one per member."""
         codes = self.tables.transact([{"Put": {"Item": codecs.page_item(page, expires)}} for page in pages])
         if codes is not None:
-            raise RuntimeError(f"the events were not logged: {codes}")
+            raise WriteRejected("the events were not logged", codes)
 
     def log_claimed_pages(
         self,
@@ -61,7 +61,7 @@ class EventLog:
             return None
         lost = {pair for pair, code in zip(claims, codes, strict=False) if code == "ConditionalCheckFailed"}
         if not lost and any(code not in ("None", "TransactionConflict") for code in codes):
-            raise RuntimeError(f"the events were not logged: {codes}")
+            raise WriteRejected("the events were not logged", codes)
         if not lost:
             time.sleep(random.uniform(0.005, 0.02))
         return lost
@@ -119,7 +119,7 @@ class EventLog:
                     pending = [pair for pair in pending if pair not in lost]
                     continue
                 if any(code not in ("None", "TransactionConflict") for code in codes):
-                    raise RuntimeError(f"the event ids were not claimed: {codes}")
+                    raise WriteRejected("the event ids were not claimed", codes)
                 time.sleep(random.uniform(delay / 2, delay))  # another writer's transaction held an id
                 delay *= 2
             raise Conflict("the event ids could not be claimed: too much contention; retry")
@@ -160,7 +160,7 @@ class EventLog:
             codes = self.tables.transact(actions)
             if codes is None or "ConditionalCheckFailed" not in codes:
                 if codes is not None:
-                    raise RuntimeError(f"the pages were not settled: {codes}")
+                    raise WriteRejected("the pages were not settled", codes)
                 return
             if len(chunk) > 1:  # some page was folded meanwhile: settle the others alone
                 for page in chunk:
@@ -222,7 +222,7 @@ class EventLog:
         ]
         codes = self.tables.transact(actions)
         if codes is not None and "ConditionalCheckFailed" not in codes:
-            raise RuntimeError(f"the dropped events were not counted: {codes}")
+            raise WriteRejected("the dropped events were not counted", codes)
         return codes is None
 
     def claimed_pages(

@@ -21,11 +21,10 @@ from podium.dal.client import (
     parse_timestamp,
     timestamp,
 )
-from podium.errors import HiddenChanged, WriteUnconfirmed
+from podium.errors import Contended, HiddenChanged, WriteRejected, WriteUnconfirmed
 from podium.idempotency import RecordedSubmission, SubmissionKey
 from podium.models import Placement, ScoreChange, ScoreState
 
-PROFILE_FIELDS = "data, createdAt, updatedAt"
 # The profile's ``hidden`` attribute exists only while the member is hidden (true).
 HIDDEN_NAME = {"#hd": "hidden"}
 TRUE = {"BOOL": True}
@@ -227,7 +226,7 @@ class Members:
             raise ItemMissing(member_id)
         if "ConditionalCheckFailed" in codes:
             raise VersionConflict(member_id)
-        raise RuntimeError(f"the member was not updated: {codes}")
+        raise WriteRejected(f"the update of member {member_id} was rejected", codes)
 
     def write_score(
         self,
@@ -297,7 +296,7 @@ class Members:
             raise HiddenChanged(member_id, hidden)
         if "score" in failed or "TransactionConflict" in codes:
             raise VersionConflict(member_id)
-        raise RuntimeError(f"the score was not written: {codes}")
+        raise WriteRejected(f"the score of {member_id} was not written", codes)
 
     def _put_score(self, put: dict[str, Any], expected_version: int | None, token: str) -> None:
         """The score item's put over ``expected_version``, alone (1 WCU). A condition that
@@ -421,7 +420,7 @@ class Members:
             if all(fanout.gather(remove, rest)):
                 break
         else:
-            raise RuntimeError(f"the scores of {member_id} kept changing while it was deleted")
+            raise Contended(f"the scores of {member_id} kept changing while it was deleted")
         self.tables.delete_if(
             schema.profile_key(board_id, member_id),
             "#g = :g",

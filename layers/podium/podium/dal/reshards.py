@@ -11,6 +11,7 @@ from typing import Any
 
 from podium.dal import codecs, schema
 from podium.dal.client import Tables, plain, timestamp
+from podium.errors import WriteRejected
 from podium.models import Board, Checkpoint
 
 ON = "attribute_exists(reshardTo) AND attribute_not_exists(reshardEndedAt)"
@@ -58,7 +59,7 @@ class Reshards:
         marker = {**schema.reshard_key(board_id), "startedAt": {"S": timestamp(started_at)}}
         codes = self.tables.transact([{"Update": update}, {"Put": {"Item": marker}}])
         if codes is not None and "ConditionalCheckFailed" not in codes:
-            raise RuntimeError(f"the re-shard was not started: {codes}")
+            raise WriteRejected("the re-shard was not started", codes)
         return codes is None
 
     def moving_boards(self) -> list[str]:
@@ -162,7 +163,7 @@ class Reshards:
         }
         codes = self.tables.transact([{"Update": update}, {"Delete": {"Key": schema.reshard_key(board_id)}}])
         if codes is not None and "ConditionalCheckFailed" not in codes:
-            raise RuntimeError(f"the re-shard was not ended: {codes}")
+            raise WriteRejected("the re-shard was not ended", codes)
         return codes is None
 
     def forget_reshard(self, board_id: str) -> None:

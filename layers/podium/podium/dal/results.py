@@ -12,6 +12,7 @@ from typing import Any
 from podium import numbers
 from podium.dal import schema
 from podium.dal.client import Tables, parse_timestamp
+from podium.errors import WriteRejected
 from podium.models import DEFAULT_ANNOUNCE_TOP, RankedEntry
 from podium.values import frozen
 
@@ -28,8 +29,8 @@ class ResultsBoard:
     created_at: datetime
     announce_top: int
     # The last period whose announcing is done; NOTHING_ANNOUNCED: none yet, every period
-    # from the board's first is due; None: a board made before announcing began (none yet).
-    announced_through: str | None
+    # from the board's first is due.
+    announced_through: str
 
 
 @frozen
@@ -77,21 +78,10 @@ class Results:
                     retain_periods=int(item["retainPeriods"]["N"]),
                     created_at=parse_timestamp(item["createdAt"]["S"]),
                     announce_top=int(item.get("announceTop", {}).get("N", DEFAULT_ANNOUNCE_TOP)),
-                    announced_through=item.get(ANNOUNCED_THROUGH, {}).get("S"),
+                    announced_through=item[ANNOUNCED_THROUGH]["S"],
                 )
             )
         return found
-
-    def start_announcing(self, board_id: str, after: str) -> None:
-        """A board made before announcing began: announce the periods after ``after`` (the
-        last one that had ended when the job first saw it), never the ones before."""
-        self.tables.update(
-            schema.board_key(board_id),
-            "SET #a = :p",
-            ConditionExpression="attribute_exists(pk) AND attribute_not_exists(#a)",
-            ExpressionAttributeNames={"#a": ANNOUNCED_THROUGH},
-            ExpressionAttributeValues={":p": {"S": after}},
-        )
 
     def get_announcement(self, board_id: str, period: str) -> Announcement | None:
         item = self.tables.get(schema.result_key(board_id, period), consistent=True)
@@ -134,7 +124,7 @@ class Results:
     def announced_part(self, board_id: str, period: str, run: str, number: int) -> list[RankedEntry]:
         item = self.tables.get(schema.result_part_key(board_id, period, run, number), consistent=True)
         if item is None:
-            raise RuntimeError(f"part {number} of the results of {board_id} {period} is missing")
+            raise WriteRejected(f"part {number} of the results of {board_id} {period} is missing")
         return _entries(item["e"]["S"])
 
     def claim_announcement(self, announcement: Announcement, expires: int) -> bool:

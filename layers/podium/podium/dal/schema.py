@@ -27,8 +27,8 @@ SNAPSHOTS = "S#"
 TREE = "T#"  # a board's count tree in one period: T#{boardId}#{period} (podium.counttree)
 HEAD_COPY = "H#"  # a copy of a board's head: H#{boardId}#{copy} / HEAD#{period}
 CATALOG = "CATALOG"
-# On a time-windowed board's item: the last period whose results were announced; a board
-# made since announcing began starts with NOTHING_ANNOUNCED (it sorts before every period id).
+# On a time-windowed board's item: the last period whose results were announced; a new
+# board starts with NOTHING_ANNOUNCED (it sorts before every period id).
 ANNOUNCED_THROUGH = "announcedThrough"
 NOTHING_ANNOUNCED = "-"
 
@@ -53,19 +53,13 @@ SUBMISSIONS = "RATE#"  # + clock minute (UTC): a member's score submissions in t
 SUBMISSION_KEY = "KEY#"  # + sha256 of an Idempotency-Key: the answer of the submission it sent
 PERIOD_COUNT = "COUNT#"  # + period
 HEAD = "HEAD#"  # + period
-BUCKET = "BKT#"  # + period # lo
-BUCKET_STATE = "BST#"  # + period # lo
-BUCKET_SNAPSHOT = "BSN#"  # + period # epoch # lo
 LEADER = "LEADER#"  # + period
 DELETED = "GONE#"  # + memberId: when the member was last deleted from the board (rollups)
 RESULT = "RESULT#"  # + period: its announcement; + period # run # part: its announced list
 TREE_ROOT = "R"  # the count tree's root; its other nodes are {level:02d}#{lo}
 TREE_CHILD = "k"  # + a child's lo: its key in an inner node's map (a map key cannot be empty)
-# The count tree's layout, on its root: how many partition keys its other nodes are spread
-# over (absent: 1, every node under the root's partition key, as trees were before).
-TREE_LAYOUT = "spread"
-# The partition keys a tree's nodes (other than the root) are spread over in the layout
-# that new trees and every build get: T#{boardId}#{period}#{n}, n = crc32(sk) % TREE_SPREAD.
+# The partition keys a tree's nodes (other than the root) are spread over:
+# T#{boardId}#{period}#{n}, n = crc32(sk) % TREE_SPREAD.
 # 10,000 ranks/s on 1,000,000 members read 20,000 RCU/s below the root, 5,000 of it from
 # the root's 5 children: 64 keys hold the rest at about 234 RCU/s each, so a key holding
 # two of the root's children takes 2,234 RCU/s, under 80 % of 3,000 (planner/capacity.py).
@@ -76,7 +70,6 @@ EVENT_ID_ITEM = "EID"
 # Marks: one item per effect of a stream record, so that a redelivery applies it once.
 COUNT_MARK = "STREAM#"  # + eventId: a member count
 ROLLUP_MARK = "ROLLUP#"  # + target # eventId
-BUCKETS_MARK = "BUCKETS#"  # + eventId
 LEADER_MARK = "LEADCHECK#"  # + eventId: the notifier judged the record for the leader
 MARK_TTL_SECONDS = 2 * 24 * 3600  # longer than a stream's 24-hour retention
 
@@ -241,49 +234,30 @@ def head_copy_key(board_id: str, period: str, copy: int) -> Key:
     return key(f"{HEAD_COPY}{board_id}{SEPARATOR}{copy}", f"{HEAD}{period}")
 
 
-def bucket_prefix(period: str) -> str:
-    return f"{BUCKET}{period}{SEPARATOR}"
-
-
-def bucket_key(board_id: str, period: str, lo: str) -> Key:
-    return key(f"{BOARD}{board_id}", f"{bucket_prefix(period)}{lo}")
-
-
-def bucket_state_key(board_id: str, period: str, lo: str) -> Key:
-    return key(f"{BOARD}{board_id}", f"{BUCKET_STATE}{period}{SEPARATOR}{lo}")
-
-
-def bucket_snapshot_key(board_id: str, period: str, lo: str, epoch: int) -> Key:
-    return key(f"{BOARD}{board_id}", f"{BUCKET_SNAPSHOT}{period}{SEPARATOR}{epoch}{SEPARATOR}{lo}")
-
-
 def tree_pk(board_id: str, period: str) -> str:
-    """The partition key of a count tree's root (and, in a tree of layout 1, of every node)."""
+    """The partition key of a count tree's root."""
     return f"{TREE}{board_id}{SEPARATOR}{period}"
 
 
 def tree_part_pk(board_id: str, period: str, part: int) -> str:
-    """One of the partition keys a spread tree's nodes other than the root lie under."""
+    """One of the partition keys a tree's nodes other than the root lie under."""
     return f"{tree_pk(board_id, period)}{SEPARATOR}{part}"
 
 
-def tree_pks(board_id: str, period: str, spread: int) -> list[str]:
-    """Every partition key a tree of layout ``spread`` has items under: the root's first."""
-    parts = range(spread) if spread > 1 else range(0)
-    return [tree_pk(board_id, period)] + [tree_part_pk(board_id, period, n) for n in parts]
+def tree_pks(board_id: str, period: str) -> list[str]:
+    """Every partition key a tree has items under: the root's first."""
+    return [tree_pk(board_id, period)] + [tree_part_pk(board_id, period, n) for n in range(TREE_SPREAD)]
 
 
-def tree_key(board_id: str, period: str, level: int | None, lo: str, spread: int = 1) -> Key:
+def tree_key(board_id: str, period: str, level: int | None, lo: str) -> Key:
     """A count tree node's key: the root's (``level`` None), whose level changes, is fixed;
-    every other node's names its level and lower end, neither of which ever changes, and in
-    a tree of layout ``spread`` over 1 lies under one of ``spread`` partition keys, picked
-    by a stable hash of that sort key (``TREE_SPREAD``)."""
+    every other node's names its level and lower end, neither of which ever changes, and
+    lies under one of ``TREE_SPREAD`` partition keys, picked by a stable hash of that sort
+    key."""
     if level is None:
         return key(tree_pk(board_id, period), TREE_ROOT)
     sk = f"{level:02d}{SEPARATOR}{lo}"
-    if spread <= 1:
-        return key(tree_pk(board_id, period), sk)
-    return key(tree_part_pk(board_id, period, zlib.crc32(sk.encode()) % spread), sk)
+    return key(tree_part_pk(board_id, period, zlib.crc32(sk.encode()) % TREE_SPREAD), sk)
 
 
 def inbox_pk(board_id: str, member_id: str) -> str:
@@ -375,10 +349,6 @@ def count_mark(event_id: str) -> str:
 
 def rollup_mark(target_id: str, event_id: str) -> str:
     return f"{ROLLUP_MARK}{target_id}{SEPARATOR}{event_id}"
-
-
-def buckets_mark(event_id: str) -> str:
-    return f"{BUCKETS_MARK}{event_id}"
 
 
 def leader_mark(event_id: str) -> str:

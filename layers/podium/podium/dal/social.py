@@ -18,6 +18,7 @@ from podium.dal.client import (
     deserializer,
     serializer,
 )
+from podium.errors import Contended, WriteRejected
 from podium.models import LeaderState, Notification, Rivals, ScoreState
 
 
@@ -67,7 +68,7 @@ class Social:
                 raise ItemMissing(member_id)
             if codes[1] == "ConditionalCheckFailed":
                 raise VersionConflict(member_id)
-            raise RuntimeError(f"the rivals list was not written: {codes}")
+            raise WriteRejected("the rivals list was not written", codes)
         expires = {"N": str(int(time.time()) + ended_ttl_s)}
         self.tables.batch_write(
             [
@@ -119,7 +120,7 @@ class Social:
                 ExpressionAttributeValues={":r": {"S": rival}, ":one": {"N": "1"}},
             ):
                 return True
-        raise RuntimeError(f"the rivals list of {follower} kept changing while {rival} was taken out")
+        raise Contended(f"the rivals list of {follower} kept changing while {rival} was taken out")
 
     def followers(self, board_id: str, member_id: str) -> list[str]:
         """The members whose rivals list names ``member_id``, or did lately (one query,
@@ -356,7 +357,7 @@ class Social:
             raise AlreadyApplied(event_id)
         if codes[1] == "ConditionalCheckFailed":
             return False
-        raise RuntimeError(f"the leader was not recorded: {codes}")
+        raise WriteRejected("the leader was not recorded", codes)
 
     def mark_leaders_judged(self, event_ids: list[str]) -> None:
         """Remember that the stream records ``event_ids`` were judged for the leader and

@@ -1,6 +1,5 @@
 """The rank structures beside the index: the head item of each board and period, which the
-stream keeps (``podium.head``), with its copies, and the removal of the score buckets that
-stacks from before the count tree (``podium.dal.tree``) still hold.
+stream keeps (``podium.head``), with its copies.
 
 The head's copies (``schema.head_copy_key``: ``H#{boardId}#{copy}``, ``schema.HEAD_COPIES``
 of them) spread the top reads of a hot board over partitions of their own; the board's
@@ -112,25 +111,3 @@ class RankStructures:
             f"{len(errors)} of the {schema.HEAD_COPIES} copies of the head of {board_id} ({period}) "
             f"were not written: {errors[0]!r}"
         ) from errors[0]
-
-    # -- the buckets --------------------------------------------------------------------
-
-    def drop_buckets(self, board_id: str, period: str) -> int:
-        """Delete the period's bucket, state and snapshot items (a board's tree was built:
-        the stream keeps no buckets any more, and stale ones must count nothing); how many
-        there were."""
-        keys = []
-        for prefix in (schema.BUCKET, schema.BUCKET_STATE, schema.BUCKET_SNAPSHOT):
-            request = {
-                "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-                "ExpressionAttributeValues": {
-                    ":pk": {"S": f"{schema.BOARD}{board_id}"},
-                    ":prefix": {"S": f"{prefix}{period}{schema.SEPARATOR}"},
-                },
-                "ProjectionExpression": "pk, sk",
-            }
-            keys += [
-                schema.key(item["pk"]["S"], item["sk"]["S"]) for item in self.tables.query_items(request)
-            ]
-        self.tables.batch_write([{"DeleteRequest": {"Key": key}} for key in keys])
-        return len(keys)

@@ -2,15 +2,9 @@
 root at ``T#{boardId}#{period}`` / ``R`` and every other node at ``{level:02d}#{lo}``, with
 the period's TTL on a time-windowed board.
 
-The root records the tree's layout (``spread``, ``schema.TREE_SPREAD`` in the trees planted
-or built now): the other nodes lie under ``T#{boardId}#{period}#{n}``, ``n`` a hash of their
-sort key, so that a hot board's rank reads are not all one partition key's. A root without
-it is a tree written before: every node under the root's partition key, still read and
-written there until a rebuild lays it out again. The store learns a tree's layout from its
-root whenever it reads or writes it (every reader and writer starts from the root), and
-reads the root for it the first time it needs it otherwise; a layout changes only in a
-rebuild, which drops every node first, so a writer that held the old one finds no node
-where it looks, as one whose shape went stale does, and reads the root again.
+The nodes other than the root lie under ``T#{boardId}#{period}#{n}``, ``n`` a hash of their
+sort key (``schema.TREE_SPREAD`` keys), so that a hot board's rank reads are not all one
+partition key's.
 
 Member ids and sort keys go into the maps' keys through ``ExpressionAttributeNames`` (they
 are printable ASCII); an inner node's children are keyed ``k`` + their lower end, because
@@ -43,51 +37,21 @@ from podium.counttree import (
 )
 from podium.dal import schema
 from podium.dal.client import Item, Tables
+from podium.errors import WriteRejected
 
 # What a split's transaction may be refused for, other than a mistake: a condition failed
 # (a writer came first), or another transaction held one of its items.
 SPLIT_REFUSED = {"None", "ConditionalCheckFailed", "TransactionConflict"}
 
 
-LAYOUTS_KEPT = 10_000  # trees whose layout an instance keeps: past it, it forgets them all
-
-
 class CountTree:
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
-        self._layouts: dict[tuple[str, str], int] = {}
 
-    def key(self, board_id: str, period: str, node_id: NodeId) -> Item:
+    @staticmethod
+    def key(board_id: str, period: str, node_id: NodeId) -> Item:
         level, lo = node_id
-        if node_id == ROOT:
-            return schema.tree_key(board_id, period, None, lo)
-        return schema.tree_key(board_id, period, level, lo, self.layout(board_id, period))
-
-    def layout(self, board_id: str, period: str) -> int:
-        """The tree's layout (``schema.TREE_LAYOUT``), as its root last said, else read from
-        it (eventually consistent: a layout changes only in a rebuild); a tree without a
-        root yet gets ``TREE_SPREAD``, the layout ``plant_root`` and builds write."""
-        known = self._layouts.get((board_id, period))
-        if known is not None:
-            return known
-        root = self.tables.get(
-            schema.tree_key(board_id, period, None, ""),
-            projection="sk, #layout",
-            names={"#layout": schema.TREE_LAYOUT},
-        )
-        if root is None:
-            return schema.TREE_SPREAD
-        return self._learn(board_id, period, root)
-
-    def _learn(self, board_id: str, period: str, item: Item) -> int:
-        """Keep the layout a root item says (any other item says nothing)."""
-        if item.get("sk", {}).get("S") != schema.TREE_ROOT:
-            return self._layouts.get((board_id, period), schema.TREE_SPREAD)
-        spread = int(item[schema.TREE_LAYOUT]["N"]) if schema.TREE_LAYOUT in item else 1
-        if len(self._layouts) >= LAYOUTS_KEPT:
-            self._layouts.clear()
-        self._layouts[(board_id, period)] = spread
-        return spread
+        return schema.tree_key(board_id, period, None if node_id == ROOT else level, lo)
 
     def read_nodes(
         self, board_id: str, period: str, ids: Iterable[NodeId], *, consistent: bool
@@ -99,14 +63,12 @@ class CountTree:
             key = self.key(board_id, period, node_id)
             keys[(key["pk"]["S"], key["sk"]["S"])] = node_id
         found = self.tables.batch_get([schema.key(pk, sk) for pk, sk in keys], consistent=consistent)
-        for item in found.values():
-            self._learn(board_id, period, item)
         return {keys[found_key]: tree_node_from_item(item) for found_key, item in found.items()}
 
     def plant_root(self, board_id: str, period: str, expires: int | None) -> None:
-        """An empty root leaf, unless the tree has a root: a new tree gets the spread layout."""
+        """An empty root leaf, unless the tree has a root."""
         root = Leaf("", None, 0, root=True)
-        self.tables.put_if_absent(tree_item(board_id, period, root, expires, schema.TREE_SPREAD))
+        self.tables.put_if_absent(tree_item(board_id, period, root, expires))
 
     def write_leaf(self, board_id: str, period: str, write: LeafWrite) -> tuple[bool, Node | None]:
         """One leaf write (``counttree.LeafWrite``), answered with the leaf after it, or with
@@ -154,7 +116,7 @@ class CountTree:
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
-        return done, self._node(board_id, period, item)
+        return done, tree_node_from_item(item) if item else None
 
     def report(
         self, board_id: str, period: str, parent: NodeId, level: int, counts: Mapping[str, Count]
@@ -181,22 +143,14 @@ class CountTree:
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
-        return done, self._node(board_id, period, item)
-
-    def _node(self, board_id: str, period: str, item: Item | None) -> Node | None:
-        if not item:
-            return None
-        self._learn(board_id, period, item)
-        return tree_node_from_item(item)
+        return done, tree_node_from_item(item) if item else None
 
     def replace(self, board_id: str, period: str, puts: Sequence[Put], expires: int | None) -> bool:
         """A split: the nodes written whole in one TransactWriteItems, each on the condition
-        that its item still has the ``sv`` it was read with (or does not exist yet). The root
-        keeps its layout."""
-        spread = self.layout(board_id, period)
+        that its item still has the ``sv`` it was read with (or does not exist yet)."""
         actions: list[Any] = []
         for put in puts:
-            action: dict[str, Any] = {"Item": tree_item(board_id, period, put.node, expires, spread)}
+            action: dict[str, Any] = {"Item": tree_item(board_id, period, put.node, expires)}
             if put.was is None:
                 action["ConditionExpression"] = "attribute_not_exists(pk)"
             else:
@@ -206,50 +160,36 @@ class CountTree:
             actions.append({"Put": action})
         codes = self.tables.transact(actions)
         if codes is not None and not set(codes) <= SPLIT_REFUSED:
-            raise RuntimeError(f"a split of the count tree of {board_id} failed: {codes}")
+            raise WriteRejected(f"a split of the count tree of {board_id} failed", codes)
         return codes is None
 
     def put_nodes(self, board_id: str, period: str, nodes: Sequence[Node], expires: int | None) -> None:
         """Write the nodes whole (a build, on a tree that no one else writes meanwhile, and
-        that ``drop`` emptied): a build with its root lays the tree out spread."""
-        if any(node.root for node in nodes):
-            spread = schema.TREE_SPREAD
-            self._layouts[(board_id, period)] = spread
-        else:
-            spread = self.layout(board_id, period)
+        that ``drop`` emptied)."""
         self.tables.batch_write(
-            [{"PutRequest": {"Item": tree_item(board_id, period, node, expires, spread)}} for node in nodes]
+            [{"PutRequest": {"Item": tree_item(board_id, period, node, expires)}} for node in nodes]
         )
 
     def all_nodes(self, board_id: str, period: str) -> list[Node]:
         """Every node of the period's tree, read strongly consistent (a query of each of
         its partition keys: the checker, and a rebuild's count of what it replaces). Items
-        under a key its layout does not use are nodes too: the checker names them."""
+        under the root's key other than the root are nodes too: the checker names them."""
         return [tree_node_from_item(item) for item in self._items(board_id, period, keys_only=False)]
 
     def drop(self, board_id: str, period: str) -> int:
-        """Delete every node of the period's tree, in either layout (a rebuild first: a
-        build does not write every node of an older shape); how many there were. The
-        queries read keys (and the root's layout) only."""
+        """Delete every node of the period's tree (a rebuild first: a build does not write
+        every node of an older shape); how many there were. The queries read keys only."""
         items = self._items(board_id, period, keys_only=True)
         keys = [schema.key(item["pk"]["S"], item["sk"]["S"]) for item in items]
         self.tables.batch_write([{"DeleteRequest": {"Key": key}} for key in keys])
-        self._layouts.pop((board_id, period), None)
         return len(keys)
 
     def _items(self, board_id: str, period: str, *, keys_only: bool) -> list[Item]:
-        """The items under the root's partition key (a tree of layout 1 has them all there)
-        and under each of the spread ones: a bounded fan-out of ``TREE_SPREAD`` + 1 queries
-        (and the root's layout's, were it another), strongly consistent."""
-        pk = schema.tree_pk(board_id, period)
-        items = list(self.tables.query_items(_partition(pk, keys_only)))
-        root = next((item for item in items if item["sk"]["S"] == schema.TREE_ROOT), None)
-        spreads = {schema.TREE_SPREAD}
-        if root is not None:
-            spreads.add(self._learn(board_id, period, root))
-        pks = {pk for spread in spreads for pk in schema.tree_pks(board_id, period, spread)[1:]}
-        for part in sorted(pks):
-            items += self.tables.query_items(_partition(part, keys_only))
+        """The items under the root's partition key and under each of the spread ones: a
+        bounded fan-out of ``TREE_SPREAD`` + 1 queries, strongly consistent."""
+        items: list[Item] = []
+        for pk in schema.tree_pks(board_id, period):
+            items += self.tables.query_items(_partition(pk, keys_only))
         return items
 
 
@@ -259,9 +199,8 @@ def _partition(pk: str, keys_only: bool) -> dict[str, Any]:
         "ExpressionAttributeValues": {":pk": {"S": pk}},
         "ConsistentRead": True,
     }
-    if keys_only:  # and the root's layout
-        request["ProjectionExpression"] = "pk, sk, #layout"
-        request["ExpressionAttributeNames"] = {"#layout": schema.TREE_LAYOUT}
+    if keys_only:
+        request["ProjectionExpression"] = "pk, sk"
     return request
 
 
@@ -289,18 +228,16 @@ def _leaf_condition(expect: InOrder | int, at: int, names: dict[str, str], value
 # -- the items' codecs ------------------------------------------------------------------
 
 
-def tree_item(board_id: str, period: str, node: Node, expires: int | None, spread: int) -> Item:
-    """A node's item in a tree of layout ``spread``: ``lvl``, ``lo``, ``hi`` (absent: to the
-    end), ``sv``, and a leaf's entries ``e`` and tombstones ``x`` by member id, or an inner
-    node's children ``c`` by ``k`` + lower end; the root's, the layout (absent: 1)."""
+def tree_item(board_id: str, period: str, node: Node, expires: int | None) -> Item:
+    """A node's item: ``lvl``, ``lo``, ``hi`` (absent: to the end), ``sv``, and a leaf's
+    entries ``e`` and tombstones ``x`` by member id, or an inner node's children ``c`` by
+    ``k`` + lower end."""
     item: Item = {
-        **schema.tree_key(board_id, period, None if node.root else node.level, node.lo, spread),
+        **schema.tree_key(board_id, period, None if node.root else node.level, node.lo),
         "lvl": {"N": str(node.level)},
         "lo": {"S": node.lo},
         "sv": {"N": str(node.sv)},
     }
-    if node.root and spread > 1:
-        item[schema.TREE_LAYOUT] = {"N": str(spread)}
     if node.hi is not None:
         item["hi"] = {"S": node.hi}
     if isinstance(node, Leaf):

@@ -49,12 +49,15 @@ def stream_entrypoint(
         applying = replay if replay is not None and replaying else apply
         failures = []
         for record in records:
+            event_id = record.get("eventID")
+            if event_id in failed:  # the batch work logged why
+                logger.error("stream record failed: its batch work failed", extra={"eventID": event_id})
+                failures.append({"itemIdentifier": record["dynamodb"]["SequenceNumber"]})
+                continue
             try:
-                if record.get("eventID") in failed:
-                    raise RuntimeError(f"the batch work for record {record.get('eventID')} failed")
                 applying(record)
             except Exception:
-                logger.exception("stream record failed", extra={"eventID": record.get("eventID")})
+                logger.exception("stream record failed", extra={"eventID": event_id})
                 failures.append({"itemIdentifier": record["dynamodb"]["SequenceNumber"]})
         if records and len(failures) == len(records):
             raise BatchFailed(f"all {len(records)} records of the batch failed")

@@ -41,9 +41,9 @@ from typing import Any
 
 from podium import fanout, keys
 from podium.config import DEFAULT_FANOUT_CHUNK_SIZE
-from podium.errors import AlreadyApplied
+from podium.errors import AlreadyApplied, Contended
 from podium.indexreads import read_keys
-from podium.models import INBOX_KEEP_SECONDS, BoardSettings, LeaderState, Notification, Unknown
+from podium.models import BoardSettings, LeaderState, Notification, Unknown
 from podium.ports import IndexReader, MemberStore, Publisher, SocialStore
 from podium.ranking import merge_shards
 from podium.social import deliver as outbox_deliver
@@ -60,7 +60,6 @@ from podium.stream.records import (
     score_record,
 )
 
-INBOX_TTL_SECONDS = INBOX_KEEP_SECONDS  # the inbox item's TTL: the one retention of models
 MAX_ATTEMPTS = 16
 
 log = logging.getLogger(__name__)
@@ -338,7 +337,7 @@ class Notifier:
             if not swapped:  # another shard's records moved the leader: judge it again
                 attempts += 1
                 if attempts >= MAX_ATTEMPTS:
-                    raise RuntimeError(f"the leader of {turn.board_id} kept changing under the notifier")
+                    raise Contended(f"the leader of {turn.board_id} kept changing under the notifier")
                 known = self.social.get_leader(turn.board_id, turn.period)
                 continue
             if pending:
@@ -379,7 +378,10 @@ class Notifier:
         """
         member, key = record.member_id, record.new_sort_key
         mine = (member, key, record.new) if key is not None and record.new is not None else None
-        if known is None:  # a board from before leader tracking: start from the index as it is
+        # No leader item yet: a board's first period has one from its creation, a later
+        # period of a time-windowed board none until its first record. Start from the
+        # index as it is, announcing nothing.
+        if known is None:
             return self._current_leader(record.board_id, record.period, settings), []
         if known.member_id is None or known.sort_key is None:
             return (mine, []) if mine else None  # the first leader is not announced

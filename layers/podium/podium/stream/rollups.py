@@ -33,7 +33,14 @@ from decimal import Decimal
 
 from podium import keys, numbers, periods, retry
 from podium.dal import schema
-from podium.errors import AlreadyApplied, HiddenChanged, ItemMissing, ValidationError, VersionConflict
+from podium.errors import (
+    AlreadyApplied,
+    Contended,
+    HiddenChanged,
+    ItemMissing,
+    ValidationError,
+    VersionConflict,
+)
 from podium.models import BoardSettings, Limits, ScoreState
 from podium.ports import MemberStore
 from podium.stream.records import ScoreRecord
@@ -132,7 +139,7 @@ def roll_up(
                 return
         except VersionConflict:
             continue
-    raise RuntimeError(f"could not roll {record.member_id} up into {target_id}: too much contention")
+    raise Contended(f"could not roll {record.member_id} up into {target_id}: too much contention")
 
 
 def refusal(target: BoardSettings, limits: Limits, old: Decimal, new: Decimal) -> str | None:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from podium import fanout, keys, periods, telemetry, treebuild
 from podium import head as heads
 from podium.counttree import BELOW_EVERY_KEY, Change, Entry, Version
+from podium.errors import Contended
 from podium.keys import member_of_key
 from podium.models import BoardSettings
 from podium.periods import ALL_TIME
@@ -120,7 +121,7 @@ class RankUpkeep:
             ):
                 self._note_lag(changes)
                 return
-        raise RuntimeError(f"the head of {board_id} is contended: retrying the batch")
+        raise Contended(f"the head of {board_id} is contended: retrying the batch")
 
     def _note_lag(self, changes: Sequence[ScoreRecord]) -> None:
         """How long the head showed the board without the oldest of the changes it took."""
@@ -182,11 +183,10 @@ class RankUpkeep:
         self, board_id: str, period: str = ALL_TIME, ranked: Mapping[str, Entry] | None = None
     ) -> int:
         """Rebuild a board's head and count tree of ``period`` from the index (a board
-        loaded in bulk, or made before count trees), or from ``ranked`` (the consistency
-        checker's: member -> its key and version, from the score items). The tree's old
-        items are deleted first: a build does not write every node of an older shape; so
-        are the score buckets of a board made before the tree, which the stream no longer
-        keeps. Returns the number of the tree's nodes.
+        loaded in bulk), or from ``ranked`` (the consistency checker's: member -> its key
+        and version, from the score items). The tree's old items are deleted first: a build
+        does not write every node of an older shape. Returns the number of the tree's
+        nodes.
 
         It expects no writer meanwhile: a record applied to the old tree while it is
         replaced is lost (the checker, ``make verify``, finds that)."""
@@ -197,7 +197,6 @@ class RankUpkeep:
         nodes = treebuild.build(entries, sv=int(self.clock().timestamp() * 1_000_000))
         self.tree.drop(board_id, period)
         self.tree.put_nodes(board_id, period, nodes, expires)
-        self.structures.drop_buckets(board_id, period)  # what it replaces, gone stale
         self.keeper.shape(Tree(board_id, period)).forget()
         found = sorted(entry.key for entry in entries.values())
         current = self.structures.get_head(board_id, period, consistent=True)
@@ -205,7 +204,7 @@ class RankUpkeep:
             found[: heads.LADDER_REACH + 1], member_of_key, current.version if current else 0
         )
         if not self.structures.put_head(board_id, period, heads.to_item(head), expires):
-            raise RuntimeError(f"the head of {board_id} changed during the rebuild")
+            raise Contended(f"the head of {board_id} changed during the rebuild")
         return len(nodes)
 
     def indexed_entries(self, board_id: str, period: str) -> dict[str, Entry]:
