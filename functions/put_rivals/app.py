@@ -11,8 +11,8 @@ app = http.create_app()
 @app.put("/boards/<boardId>/members/<memberId>/rivals")
 def put_rivals(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
-    rivals = validation.rivals(http.body(app, required=True))
     http.authorize(app, Route.PUT_RIVALS, members=[member_id])
+    rivals = validation.rivals(http.body(app, required=True))
     return http.json_response(200, {"memberIds": services().social.put_rivals(board_id, member_id, rivals)})
 
 

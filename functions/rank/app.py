@@ -10,10 +10,10 @@ app = http.create_app()
 
 @app.get("/boards/<boardId>/members/<memberId>/rank")
 def rank(boardId: str, memberId: str) -> Response:
-    params = http.query(app)
-    consistent = validation.query_bool(params, "consistent")  # count the index, not the tree
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     who = http.authorize(app, Route.RANK, board_id)
+    params = http.query(app)
+    consistent = validation.query_bool(params, "consistent")  # count the index, not the tree
     # Whether a member is hidden is told to admins only: to others it is as one not there.
     answer = services().reads.rank(
         board_id, member_id, params.get("period"), consistent=consistent, reveal_hidden=who.is_admin

@@ -15,10 +15,10 @@ app = http.create_app()
 @app.post("/boards/<boardId>/members/<memberId>/score")
 def submit_score(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
-    value = validation.score_value(http.body(app, required=True))
-    key = SubmissionKey.of(app.current_event.headers.get("Idempotency-Key"), value)
     policy = services().boards.policy(board_id)  # the board's limits, and who may write
     http.authorize(app, Route.SUBMIT_SCORE, policy=policy, members=[member_id])
+    value = validation.score_value(http.body(app, required=True))
+    key = SubmissionKey.of(app.current_event.headers.get("Idempotency-Key"), value)
     change = services().members.submit_score(
         board_id, member_id, value, policy.limits if policy else None, key=key
     )

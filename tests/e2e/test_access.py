@@ -138,6 +138,28 @@ def test_no_token_or_a_bad_one_is_401_at_the_edge_and_in_the_function(api: Api) 
     assert_bad_tokens_are_401(api, public, closed)
 
 
+def test_a_request_the_caller_may_not_make_is_refused_whatever_its_body(api: Api) -> None:
+    # Given a board that is not publicly readable and takes admins' writes only, a member on
+    # it, and a player's token
+    closed = api.board()
+    api.member(closed, "alice")
+    alice = api.token("player", "alice")
+
+    # When bad bodies are sent by callers who may not make the request, then each is 401 or
+    # 403, never the 400 of its body: every handler authorizes before it parses
+    assert_status(api.call("POST", f"/boards/{closed}/ranks", body={"memberIds": 7}), 401, "Unauthorized")
+    score = f"/boards/{closed}/members/alice/score"
+    assert_status(api.call("POST", score, alice, {"value": "x"}), 403, "Forbidden")
+    events = f"/boards/{closed}/events"
+    assert_status(api.call("POST", events, alice, {"events": "x"}), 403, "Forbidden")
+    member = f"/boards/{closed}/members/alice"
+    assert_status(api.call("PUT", member, alice, {"data": 1}), 403, "Forbidden")
+    rivals = f"/boards/{closed}/members/bob/rivals"
+    assert_status(api.call("PUT", rivals, alice, {"memberIds": 1}), 403, "Forbidden")
+    rank = f"/boards/{closed}/members/alice/rank?consistent=maybe"
+    assert_status(api.call("GET", rank), 401, "Unauthorized")
+
+
 def malformed_tokens(api: Api) -> dict[str, str]:
     """Tokens that cannot be read: each once gave a 500 (an exception in the authorizer)."""
     head, body, signature = api.token("admin").split(".")
