@@ -13,7 +13,7 @@ def around(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     who = http.authorize(app, Route.AROUND, board_id)
     params = http.query(app)
-    radius = validation.query_int(params, "radius", 5, 0, validation.MAX_RADIUS)
+    radius = validation.query_int(params, "radius", validation.DEFAULT_RADIUS, 0, validation.MAX_RADIUS)
     # Whether a member is hidden is told to admins only: to others it is as one not there.
     page = services().reads.around(board_id, member_id, radius, params.get("period"), who.is_admin)
     return http.json_response(

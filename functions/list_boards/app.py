@@ -12,7 +12,7 @@ app = http.create_app()
 def list_boards() -> Response:
     http.authorize(app, Route.LIST_BOARDS)
     params = http.query(app)
-    limit = validation.query_int(params, "limit", 50, 1, 100)
+    limit = validation.page_limit(params, "boards")
     page = services().boards.list_boards(limit, params.get("cursor"))
     return http.json_response(
         200, {"boards": [board.to_json() for board in page.boards], "nextCursor": page.next_cursor}

@@ -13,7 +13,7 @@ def notifications(boardId: str, memberId: str) -> Response:
     board_id, member_id = http.path_board_and_member(app, boardId, memberId)
     http.authorize(app, Route.NOTIFICATIONS, members=[member_id])
     params = http.query(app)
-    limit = validation.query_int(params, "limit", 20, 1, validation.MAX_NOTIFICATIONS_LIMIT)
+    limit = validation.page_limit(params, "notifications")
     found, next_cursor = services().social.notifications(board_id, member_id, limit, params.get("cursor"))
     return http.json_response(200, {"notifications": [n.to_json() for n in found], "nextCursor": next_cursor})
 

@@ -12,7 +12,7 @@ from podium.wiring import announcer, services
 
 def announce_period_results(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
-        report = results.PeriodResults(services(), announcer()).announce_due(services().clock())
+        report = services().period_results(announcer()).announce_due(services().clock())
     except results.PeriodResultsFailed as error:
         metrics.add_metric(name="PeriodResultsBoardsFailed", unit=MetricUnit.Count, value=len(error.failed))
         raise

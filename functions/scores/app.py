@@ -15,19 +15,11 @@ def scores(boardId: str) -> Response:
     http.authorize(app, Route.SCORES, board_id)
     params = http.query(app)
     least, most = validation.score_band(params)
-    limit = validation.query_int(params, "limit", 10, 1, validation.MAX_TOP_LIMIT)
+    limit = validation.page_limit(params, "scores")
     page = services().bands.scores(
         board_id, Band(least, most), limit, params.get("cursor"), params.get("period")
     )
-    return http.json_response(
-        200,
-        {
-            "boardId": board_id,
-            "entries": [entry.to_json() for entry in page.entries],
-            "total": page.total,
-            "nextCursor": page.next_cursor,
-        },
-    )
+    return http.page_response(board_id, page)
 
 
 lambda_handler = http.entrypoint(app)

@@ -14,7 +14,7 @@ from podium.wiring import services
 def take_snapshots(event: dict[str, Any], context: Any) -> dict[str, Any]:
     taken_at = snapshots.scheduled_time(event, services().clock())
     try:
-        report = snapshots.take_snapshots(services(), taken_at, settings().snapshot_retention_days)
+        report = services().snapshots.take(taken_at, settings().snapshot_retention_days)
     except snapshots.SnapshotsFailed as error:
         metrics.add_metric(name="SnapshotBoardsFailed", unit=MetricUnit.Count, value=len(error.failed))
         raise

@@ -13,21 +13,13 @@ def top(boardId: str) -> Response:
     board_id = http.path_board(app, boardId)
     http.authorize(app, Route.TOP, board_id)
     params = http.query(app)
-    limit = validation.query_int(params, "limit", 10, 1, validation.MAX_TOP_LIMIT)
+    limit = validation.page_limit(params, "top")
     with_data = validation.query_bool(params, "withData")
     consistent = validation.query_bool(params, "consistent")  # skip the head: read the index
     page = services().reads.top(
         board_id, limit, params.get("cursor"), with_data, params.get("period"), consistent=consistent
     )
-    return http.json_response(
-        200,
-        {
-            "boardId": board_id,
-            "entries": [entry.to_json() for entry in page.entries],
-            "total": page.total,
-            "nextCursor": page.next_cursor,
-        },
-    )
+    return http.page_response(board_id, page)
 
 
 lambda_handler = http.entrypoint(app)

@@ -32,7 +32,7 @@ from podium.log import logger, metrics
 
 if TYPE_CHECKING:
     from podium.access import Caller, Route
-    from podium.models import BoardPolicy
+    from podium.models import BoardPolicy, Page
 
 JSON = "application/json"
 
@@ -238,6 +238,19 @@ class Resolver:
 
 def json_response(status: int, body: Any) -> Response:
     return Response(status_code=status, content_type=JSON, body=numbers.dumps(body))
+
+
+def page_response(board_id: str, page: Page) -> Response:
+    """The answer of a listing route (``top``, ``scores``): one envelope for both."""
+    return json_response(
+        200,
+        {
+            "boardId": board_id,
+            "entries": [entry.to_json() for entry in page.entries],
+            "total": page.total,
+            "nextCursor": page.next_cursor,
+        },
+    )
 
 
 def no_content() -> Response:

@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from podium.wiring import Services
 
 SNAPSHOT_SIZE = 100  # entries recorded per board
-MAX_LIST_LIMIT = 100  # GET .../snapshots?limit=
-DEFAULT_LIST_LIMIT = 10
 CATALOG_PAGE = 100  # board ids read from the catalog at a time
 BOARD_CONCURRENCY = 8  # boards snapshotted at once
 SORT_KEY = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00")
@@ -170,3 +168,17 @@ def list_snapshots(
     since = snapshot_sort_key(now - timedelta(days=settings().snapshot_retention_days))
     found, last = services.db.snapshots.list_snapshots(board_id, limit, before, int(now.timestamp()), since)
     return found, (cursors.encode(scope, last) if last is not None else None)
+
+
+class SnapshotService:
+    """The snapshots of every board, as the routes and the scheduled job reach them
+    (``services().snapshots``, like every other service)."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def take(self, taken_at: datetime, keep_days: int) -> RunReport:
+        return take_snapshots(self.services, taken_at, keep_days)
+
+    def list(self, board_id: str, limit: int, cursor: str | None) -> tuple[list[Snapshot], str | None]:
+        return list_snapshots(self.services, board_id, limit, cursor)

@@ -38,6 +38,15 @@ MAX_EVENTS = 100
 MAX_EVENT_ID = 128
 MAX_RIVALS = 100
 MAX_NOTIFICATIONS_LIMIT = 100
+DEFAULT_RADIUS = 5
+# Each listing's ?limit=: its default and its most.
+PAGE_SIZES = {
+    "top": (10, MAX_TOP_LIMIT),
+    "scores": (10, MAX_TOP_LIMIT),
+    "boards": (50, 100),
+    "snapshots": (10, 100),
+    "notifications": (20, MAX_NOTIFICATIONS_LIMIT),
+}
 # The fields of PUT .../members/{memberId} that only an admin may send.
 ADMIN_MEMBER_FIELDS = ("score", "hidden")
 
@@ -384,6 +393,12 @@ def query_int(params: dict[str, str], name: str, default: int, low: int, high: i
     if not re.fullmatch(r"-?\d{1,9}", raw):
         raise ValidationError(f"{name} must be an integer from {low} to {high}")
     return _integer(int(raw), name, low, high)
+
+
+def page_limit(params: dict[str, str], listing: str) -> int:
+    """A listing's ``?limit=``: its default when absent, else 1 to its most (``PAGE_SIZES``)."""
+    default, most = PAGE_SIZES[listing]
+    return query_int(params, "limit", default, 1, most)
 
 
 def query_bool(params: dict[str, str], name: str) -> bool:

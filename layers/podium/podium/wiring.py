@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from podium.dal.publisher import SnsPublisher
     from podium.maintenance import Maintenance
     from podium.members import MemberService
-    from podium.ports import Publisher, Repositories
+    from podium.ports import Announcer, Publisher, Repositories
     from podium.reads import ReadService
     from podium.resharding import ReshardService
+    from podium.results import PeriodResults
+    from podium.snapshots import SnapshotService
     from podium.social import SocialService
     from podium.stream.aggregate import Aggregator
     from podium.stream.fold import Folder
@@ -105,6 +107,17 @@ class Services:
         from podium.stream.fold import Folder
 
         return Folder(self.db.members, self.db.eventlog, self.boards.settings, self.clock)
+
+    @cached_property
+    def snapshots(self) -> SnapshotService:
+        from podium.snapshots import SnapshotService
+
+        return SnapshotService(self)
+
+    def period_results(self, publisher: Announcer) -> PeriodResults:
+        from podium.results import PeriodResults
+
+        return PeriodResults(self, publisher)
 
     def notifier(self, publisher: Publisher) -> Notifier:
         from podium.stream.notify import Notifier
