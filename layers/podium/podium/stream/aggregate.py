@@ -20,15 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from podium.models import BoardSettings
+from podium.models import BoardSettings, Limits
 from podium.ports import Repositories
+from podium.recent import Recent
 from podium.stream.counts import apply_count, apply_counts
 from podium.stream.placements import fix_placements
 from podium.stream.records import Record, index_keys_only, score_record
-from podium.stream.rollups import NO_LIMITS, roll_up
+from podium.stream.rollups import roll_up
 from podium.stream.upkeep import RankUpkeep
 
 SettingsOf = Callable[[str], BoardSettings]
+TARGET_LIMITS_KEEP_SECONDS = 1.0  # a rollup target's limits, kept by the aggregator
 Clock = Callable[[], datetime]
 
 
@@ -37,6 +39,7 @@ class Aggregator:
         self.db = db
         self.settings_of = settings_of
         self.clock = clock
+        self._limits: Recent[str, Limits] = Recent(TARGET_LIMITS_KEEP_SECONDS)
         self.upkeep = RankUpkeep(db.structures, db.index, db.tree, db.members, settings_of, clock)
 
     def apply(self, record: Record, *, replayed: bool = False) -> None:
@@ -55,8 +58,7 @@ class Aggregator:
         score = score_record(record)
         if score is not None and score.new is not None and (score.changed or score.event_name == "INSERT"):
             for target in self.settings_of(score.board_id).rollup_to:
-                board = self.db.boards.get_board(target)  # its limits as they are now
-                limits = board.policy.limits if board is not None else NO_LIMITS
+                limits = self._target_limits(target)
                 roll_up(
                     self.db.members,
                     self.settings_of,
@@ -66,6 +68,16 @@ class Aggregator:
                     limits,
                     self.db.boards.deleted_at,
                 )
+
+    def _target_limits(self, target: str) -> Limits:
+        """A rollup target's limits as they are now, or were within the last second: read
+        once a second per target, not once per record (a batch of a busy source holds
+        hundreds), the second a change of limits takes anywhere (docs/security.md)."""
+        kept = self._limits.get(target)
+        if kept is None:
+            board = self.db.boards.get_board(target)
+            kept = self._limits.keep(target, board.policy.limits if board is not None else Limits())
+        return kept
 
     def keep_heads(self, records: list[Record]) -> set[str]:
         """Per batch: the heads of the boards whose scores the batch changes; the

@@ -48,8 +48,6 @@ from podium.validation import within_limits
 
 log = logging.getLogger(__name__)
 
-NO_LIMITS = Limits()
-
 SettingsOf = Callable[[str], BoardSettings]
 Clock = Callable[[], datetime]
 DeletedAt = Callable[[str, str], int | None]
@@ -70,8 +68,8 @@ def roll_up(
     clock: Clock,
     record: ScoreRecord,
     target_id: str,
-    limits: Limits = NO_LIMITS,
-    deleted_at: DeletedAt = lambda board_id, member_id: None,
+    limits: Limits,
+    deleted_at: DeletedAt,
 ) -> None:
     """Apply the record's change to the target board, once; ``limits``: the target's as
     they are now (they may change at any time); ``deleted_at``: when a member was last
