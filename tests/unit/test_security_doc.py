@@ -70,39 +70,24 @@ def test_every_test_the_page_names_exists() -> None:
 
 
 def granted_rows() -> dict[str, tuple[str, str, str]]:
-    """Each function's grants as the template says them: its actions on the two tables, on
-    the ranking indexes, and on anything else (the page's least-privilege table)."""
-    from devstack.template import load
+    """Each function's grants as the template says them (the least-privilege test's reading
+    of its policies): its actions on the two tables, on the ranking indexes, and on
+    anything else (the page's least-privilege table)."""
+    from tests.unit.test_least_privilege import granted, template_functions
+
+    def verbs(actions: set[str]) -> str:
+        return ", ".join(sorted(action.split(":")[1] for action in actions))
 
     rows: dict[str, tuple[str, str, str]] = {}
-    for name, resource in load()["Resources"].items():
-        if resource.get("Type") != "AWS::Serverless::Function":
-            continue
-        tables: set[str] = set()
-        index: set[str] = set()
-        other: list[str] = []
-        for policy in resource["Properties"].get("Policies") or []:
-            if "SNSPublishMessagePolicy" in policy:
-                other.append("`NotificationTopic`: Publish")
-                continue
-            for statement in policy["Statement"]:
-                actions = (
-                    statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-                )
-                verbs = {action.split(":")[1] for action in actions}
-                where = repr(statement["Resource"])
-                if "/index/" in where:
-                    index |= verbs
-                elif "LeaderboardTable" in where:
-                    tables |= verbs
-                else:
-                    target = next(r for r in ("CursorKey", "StreamFailureQueue") if r in where)
-                    other.append(f"`{target}`: {', '.join(sorted(verbs))}")
-        rows[name.removesuffix("Function")] = (
-            ", ".join(sorted(tables)) or "none",
-            ", ".join(sorted(index)),
-            "; ".join(sorted(other)),
-        )
+    for name, properties in template_functions().items():
+        by_resource: dict[str, set[str]] = {}
+        for action, resource in granted(properties):
+            kind = "index" if "/index/" in resource else resource
+            by_resource.setdefault(kind, set()).add(action)
+        tables = by_resource.pop("LeaderboardTable", set()) | by_resource.pop("StateTable", set())
+        index = by_resource.pop("index", set())
+        others = "; ".join(f"`{resource}`: {verbs(acts)}" for resource, acts in sorted(by_resource.items()))
+        rows[name.removesuffix("Function")] = (verbs(tables) or "none", verbs(index), others)
     return rows
 
 
